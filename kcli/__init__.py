@@ -1,0 +1,3 @@
+"""kcli: a Kafka toolbox in one command."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from kcli.cli import main
+
+main()

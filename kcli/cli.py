@@ -1,0 +1,60 @@
+"""The ``kcli`` root command: mounts one module per tool and owns the error boundary.
+
+Tool modules keep their heavy imports inside their command functions, so ``kcli --help`` loads
+neither PySpark, kazoo nor the protocol schemas.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kcli import __version__
+from kcli.tools import dump_log_segments
+
+app = typer.Typer(
+    name="kcli",
+    help="A Kafka toolbox: broker, on-disk format and Kafka's classic tools.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,  # completions/ ships static scripts; see kcli/completions.py
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print kcli's version and exit."),
+) -> None:
+    """A Kafka toolbox: broker, on-disk format and Kafka's classic tools."""
+
+
+dump_log_segments.register(app)
+
+
+def main() -> None:
+    """Console-script entry: runs the app and turns kcli's errors into one line and an exit code."""
+    from kcli.errors import KcliError
+
+    try:
+        app()
+    except KcliError as exc:
+        sys.stdout.flush()
+        print(f"Error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        # The reader (head, less) went away: not an error of ours. Point stdout at devnull so
+        # the interpreter's final flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,93 @@
+"""The command-line root: lazy imports, the error boundary, exit codes, completions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_kcli(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kcli", *args], capture_output=True, input=input, timeout=60, cwd=ROOT)
+
+
+def test_help_does_not_import_heavy_modules():
+    code = (
+        "import sys\n"
+        "sys.argv = ['kcli', '--help']\n"
+        "from kcli.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'kazoo', 'kio') or m.startswith('kcli.protocol') or m.startswith('kcli.storage')]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+
+
+def test_python_dash_m_and_version():
+    result = run_kcli("--version")
+    assert result.returncode == 0
+    from kcli import __version__
+
+    assert result.stdout.decode().strip() == __version__
+
+
+def test_usage_error_exits_2():
+    result = run_kcli("dump-log-segments", "--no-such-flag")
+    assert result.returncode == 2
+    assert b"No such option" in result.stderr
+
+
+def test_missing_file_is_one_line_and_exit_1(tmp_path):
+    missing = tmp_path / "00000000000000000000.log"
+    result = run_kcli("dump-log-segments", "--files", str(missing))
+    assert result.returncode == 1
+    assert result.stdout.decode() == f"Dumping {missing}\n"
+    lines = result.stderr.decode().splitlines()
+    assert lines == [f"Error: {missing}: no such file"]
+    assert b"Traceback" not in result.stderr
+
+
+def test_completions_are_current():
+    from kcli.completions import generate
+
+    stale = [name for name, text in generate().items() if (ROOT / "completions" / name).read_text() != text]
+    assert not stale, f"completions/{stale} are stale: run scripts/gen-completions"
+
+
+def test_completions_name_every_command_and_option():
+    import typer.main
+
+    from kcli.cli import app
+
+    bash = (ROOT / "completions" / "kcli.bash").read_text()
+    root = typer.main.get_command(app)
+    for name, command in root.commands.items():
+        assert f'"/{name}")' in bash
+        for param in command.params:
+            for opt in param.opts:
+                assert opt in bash, opt
+
+
+def test_bash_completion_script_parses_and_completes(tmp_path):
+    script = ROOT / "completions" / "kcli.bash"
+    probe = (
+        f"source {script}\n"
+        "COMP_WORDS=(kcli dump-log-segments --out); COMP_CWORD=2; _kcli; echo \"${COMPREPLY[*]}\"\n"
+        "COMP_WORDS=(kcli dump-log-segments --output ''); COMP_CWORD=3; _kcli; echo \"${COMPREPLY[*]}\"\n"
+        "COMP_WORDS=(kcli du); COMP_CWORD=1; _kcli; echo \"${COMPREPLY[*]}\"\n"
+    )
+    result = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["--output", "plain json", "dump-log-segments"]
+
+
+@pytest.mark.parametrize("name", ["_kcli", "kcli.fish"])
+def test_other_shells_cover_the_dump_options(name):
+    text = (ROOT / "completions" / name).read_text()
+    assert "dump-log-segments" in text
+    assert "print-data-log" in text and "offsets-decoder" in text
