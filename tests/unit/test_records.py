@@ -343,3 +343,10 @@ def test_legacy_crc_mismatch():
 def test_mixed_magic_message_set():
     buf = legacy_message(0, 0, None, b"a") + legacy_message(1, 1, None, b"b", timestamp=3) + build_batch([NewRecord(None, b"c", 4)], base_offset=2)
     assert [(b.magic, b.last_offset) for b in iter_batches(buf)] == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_peek_batch_header_reads_magic_at_byte_16():
+    from kcli.storage.records import peek_batch_header
+
+    data = build_batch([NewRecord(None, b"x", 1)], base_offset=9, partition_leader_epoch=0x7F000000)
+    assert peek_batch_header(data, 0) == (9, len(data), 2)
