@@ -1,0 +1,719 @@
+"""A partition's log: its segments, offsets, retention, flushing and leader epochs (Kafka's UnifiedLog).
+
+The directory is ``<topic>-<partition>``. Offsets the log keeps:
+
+- log start offset: the first offset a reader may ask for (moved by retention and DeleteRecords);
+- log end offset (LEO): the offset the next appended record gets;
+- high watermark: the end of what is replicated; retention never deletes past it;
+- recovery point: everything below it is flushed to disk, so start-up recovery begins there.
+
+Appends keep the produced bytes: each batch is validated (sizes, magic, CRC-32C) and its base
+offset and partition leader epoch are written into the buffer in place; the same bytes go to the
+active segment. Reads return file ranges of whole batches.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from kcli.errors import CorruptRecordError, InvalidOffsetError, InvalidRecordError, KcliError, OffsetOutOfRangeError
+from kcli.storage.checkpoints import PARTITION_METADATA, read_partition_metadata, write_partition_metadata
+from kcli.storage.file_records import FileSlice, TimestampAndOffset
+from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
+from kcli.storage.log_config import LOG_APPEND_TIME, LogConfig
+from kcli.storage.log_loader import LogLoader
+from kcli.storage.records import (
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    RecordBatch,
+    read_batch,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from kcli.storage.segment import DELETED_FILE_SUFFIX, FetchDataInfo, LogOffsetMetadata, LogSegment, now_ms
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+class RecordTooLargeError(InvalidRecordError):
+    """A batch larger than ``max.message.bytes`` (Kafka's RECORD_TOO_LARGE)."""
+
+
+class RecordBatchTooLargeError(InvalidRecordError):
+    """A record set larger than a whole segment (Kafka's RECORD_BATCH_TOO_LARGE)."""
+
+
+class LogAppendInfo(NamedTuple):
+    """What an append did (Kafka's LogAppendInfo).
+
+    ``offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp (Kafka's
+    shallow offset), since finding the exact record would mean decoding the records.
+    ``log_append_time`` is -1 unless the topic uses LogAppendTime.
+    """
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    valid_bytes: int
+    shallow_count: int
+    record_count: int
+
+
+def parse_topic_partition_name(name: str) -> tuple[str, int]:
+    """``("orders", 3)`` from ``orders-3``, also for ``orders-3.<id>-delete`` and ``-future`` names."""
+    original = name
+    if name.endswith(("-delete", "-future", "-stray")):
+        name = name[: name.rindex(".")] if "." in name else ""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise KcliError(
+            f"Found directory {original}, '{original}' is not in the form of topic-partition or topic-partition.uniqueId-delete "
+            "(if marked for deletion). Kafka's log directories (and children) should only contain Kafka topic data."
+        )
+    return topic, int(partition)
+
+
+def log_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def log_delete_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<32 hex>-delete``, the topic cut so that the name fits in 255 bytes."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
+    return topic[: min(len(topic), 255 - len(suffix))] + suffix
+
+
+class Log:
+    """One partition's log. Methods take a lock, so the broker may call them from several threads."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        next_offset: int,
+        leader_epoch_cache: LeaderEpochFileCache,
+        topic_id: uuid.UUID | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.dir = directory
+        self.topic, self.partition = parse_topic_partition_name(directory.name)
+        self.config = config
+        self.leader_epoch_cache = leader_epoch_cache
+        self.topic_id = topic_id
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._segments = segments
+        self._base_offsets = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._log_end_offset = next_offset
+        self._high_watermark = log_start_offset
+        self._last_flush_time = clock()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path | str,
+        config: LogConfig | None = None,
+        *,
+        had_clean_shutdown: bool = False,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        topic_id: uuid.UUID | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> Log:
+        """Open (creating if needed) the log in ``directory``, recovering it unless it was shut down cleanly."""
+        directory = Path(directory)
+        parse_topic_partition_name(directory.name)
+        config = config or LogConfig()
+        directory.mkdir(parents=True, exist_ok=True)
+        topic_id = _check_topic_id(directory, topic_id)
+        cache = LeaderEpochFileCache.for_dir(directory)
+        loader = LogLoader(
+            directory,
+            config,
+            had_clean_shutdown=had_clean_shutdown,
+            log_start_offset_checkpoint=log_start_offset,
+            recovery_point_checkpoint=recovery_point,
+            leader_epoch_cache=cache,
+            clock=clock,
+        )
+        segments, offsets = loader.load()
+        return cls(
+            directory,
+            config,
+            segments,
+            log_start_offset=offsets.log_start_offset,
+            recovery_point=offsets.recovery_point,
+            next_offset=offsets.next_offset,
+            leader_epoch_cache=cache,
+            topic_id=topic_id,
+            clock=clock,
+        )
+
+    # -- offsets -----------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self.update_high_watermark(offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, kept within [log start offset, log end offset]; returns it."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+            return self._high_watermark
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._last_flush_time
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._log_end_offset - self._recovery_point
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        with self._lock:
+            return self.leader_epoch_cache.end_offset_for(epoch, self._log_end_offset)
+
+    def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (a leader calls it when elected)."""
+        with self._lock:
+            self.leader_epoch_cache.assign(epoch, start_offset)
+
+    # -- appending ---------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        assign_offsets: bool = True,
+        log_append_time: int | None = None,
+    ) -> LogAppendInfo:
+        """Append whole batches; as a leader (``assign_offsets``) they get offsets from the LEO.
+
+        A writable buffer is patched in place (bytes are copied once). As a leader, each batch gets
+        ``leader_epoch`` as its partition leader epoch and, on a LogAppendTime topic, the time
+        ``log_append_time`` (now when None). Without ``assign_offsets`` (a follower) the offsets
+        and epochs are kept; offsets must be above the log end offset and increasing.
+        """
+        view = memoryview(records)
+        if view.readonly:
+            view = memoryview(bytearray(view))
+        n = len(view)
+        if n == 0:
+            raise CorruptRecordError("an append must hold at least one record batch")
+        config = self.config
+        with self._lock:
+            if self._closed:
+                raise KcliError(f"{self.dir.name}: the log is closed")
+            now = -1
+            if assign_offsets and config.message_timestamp_type == LOG_APPEND_TIME:
+                now = self._clock() if log_append_time is None else log_append_time
+            if assign_offsets:
+                summary = self._assign_offsets(view, leader_epoch, now)
+            else:
+                summary = self._check_follower_offsets(view)
+            first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count = summary
+            if n > config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"Message batch size is {n} bytes in append to partition {self.dir.name} which exceeds the maximum configured segment size of {config.segment_bytes}."
+                )
+            segment = self._segments[-1]
+            if segment.should_roll(config.segment_bytes, config.segment_ms, n, max_timestamp, last_offset, self._clock()):
+                segment = self._roll(first_offset)
+            segment.append(last_offset, max_timestamp, offset_of_max_timestamp, view)
+            self._log_end_offset = last_offset + 1
+            info = LogAppendInfo(
+                first_offset, last_offset, max_timestamp, offset_of_max_timestamp, now, self._log_start_offset, n, shallow_count, record_count
+            )
+            flush_due = self._log_end_offset - self._recovery_point >= config.flush_messages
+        if flush_due:
+            self.flush()
+        return info
+
+    def _assign_offsets(self, view: memoryview, leader_epoch: int, now: int) -> tuple[int, int, int, int, int, int]:
+        """Validate each batch and stamp its offsets, leader epoch and (``now`` >= 0) append time."""
+        max_message_bytes = self.config.max_message_bytes
+        n = len(view)
+        first_offset = next_offset = self._log_end_offset
+        max_timestamp = offset_of_max_timestamp = -1
+        shallow_count = record_count = 0
+        position = 0
+        while position < n:
+            batch = RecordBatch(view, position)
+            batch.validate()
+            size = batch.size_in_bytes
+            if size > max_message_bytes:
+                raise RecordTooLargeError(f"The record batch of {size} bytes at position {position} is larger than max.message.bytes ({max_message_bytes})")
+            set_base_offset(view, position, next_offset)
+            set_partition_leader_epoch(view, position, leader_epoch)
+            last_offset = next_offset + batch.last_offset_delta
+            if now >= 0:
+                set_log_append_time(view, position, now)
+            elif batch.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max_timestamp = batch.max_timestamp, last_offset
+            next_offset = last_offset + 1
+            shallow_count += 1
+            record_count += batch.record_count
+            position += size
+        if now >= 0:
+            max_timestamp, offset_of_max_timestamp = now, next_offset - 1
+        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        return first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, shallow_count, record_count
+
+    def _check_follower_offsets(self, view: memoryview) -> tuple[int, int, int, int, int, int]:
+        """Validate each batch and check that its offsets follow the log's; record new epochs."""
+        max_message_bytes = self.config.max_message_bytes
+        n = len(view)
+        first_offset = -1
+        last_offset = self._log_end_offset - 1
+        max_timestamp = offset_of_max_timestamp = -1
+        shallow_count = record_count = 0
+        epochs = []
+        position = 0
+        while position < n:
+            batch = read_batch(view, position)
+            if batch.magic >= 2 and n - position < RECORD_BATCH_OVERHEAD:
+                raise CorruptRecordError(f"record batch at position {position} is shorter than its header", position)
+            batch.validate()
+            size = batch.size_in_bytes
+            if size > max_message_bytes:
+                raise RecordTooLargeError(f"The record batch of {size} bytes at position {position} is larger than max.message.bytes ({max_message_bytes})")
+            base = batch.base_offset
+            if base <= last_offset:
+                if first_offset < 0:
+                    raise InvalidOffsetError(
+                        f"Unexpected offset in append to {self.dir.name}. First offset {base} is less than the next offset {last_offset + 1}. "
+                        f"Last offset in append: {batch.last_offset}. Log start offset = {self._log_start_offset}"
+                    )
+                raise InvalidOffsetError(f"Out of order offsets found in append to {self.dir.name}: {base} follows {last_offset}")
+            if first_offset < 0:
+                first_offset = base
+            last_offset = batch.last_offset
+            if batch.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max_timestamp = batch.max_timestamp, last_offset
+            if batch.magic >= 2 and batch.partition_leader_epoch >= 0:
+                epochs.append((batch.partition_leader_epoch, base))
+            shallow_count += 1
+            record_count += batch.record_count
+            position += size
+        cache = self.leader_epoch_cache
+        for epoch, start in epochs:
+            if cache.latest_epoch != epoch:
+                cache.assign(epoch, start)
+        return first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches that already carry their offsets and leader epochs."""
+        return self.append(records, assign_offsets=False)
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset."""
+        with self._lock:
+            return self._roll(self._log_end_offset)
+
+    def _roll(self, expected_next_offset: int) -> LogSegment:
+        new_offset = max(expected_next_offset, self._log_end_offset)
+        active = self._segments[-1] if self._segments else None
+        if active is not None and active.base_offset == new_offset:
+            if active.size:
+                raise KcliError(f"Trying to roll a new log segment for topic partition {self.dir.name} with start offset {new_offset} while it already exists.")
+            # An empty active segment at the same offset is simply kept.
+            return active
+        if active is not None and new_offset < active.base_offset:
+            raise KcliError(
+                f"Trying to roll a new log segment for topic partition {self.dir.name} with start offset {new_offset} "
+                f"lower than start offset of the active segment {active}"
+            )
+        if active is not None:
+            active.on_become_inactive_segment()
+        segment = self._new_segment(new_offset)
+        self._segments.append(segment)
+        self._base_offsets.append(new_offset)
+        return segment
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        config = self.config
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+            stale = self.dir / f"{base_offset:020d}{suffix}"
+            if stale.exists():
+                log.warning("Newly rolled segment file %s already exists; deleting it first", stale.absolute())
+                stale.unlink()
+        return LogSegment.open(
+            self.dir,
+            base_offset,
+            max_index_size=config.segment_index_bytes,
+            index_interval_bytes=config.index_interval_bytes,
+            roll_jitter_ms=config.random_segment_jitter(),
+            clock=self._clock,
+        )
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def read(self, start_offset: int, max_bytes: int, *, min_one_message: bool = True, max_offset: int | None = None) -> FetchDataInfo:
+        """Whole batches from the one holding ``start_offset``, up to ``max_bytes`` (the first batch
+        even when larger, with ``min_one_message``), not past ``max_offset`` (exclusive: the high
+        watermark or last stable offset for a consumer), continuing into later segments."""
+        with self._lock:
+            end_offset = self._log_end_offset
+            if start_offset > end_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {start_offset} for partition {self.dir.name}, but we only have log segments upto {end_offset}."
+                )
+            if start_offset < self._log_start_offset:
+                raise OffsetOutOfRangeError(
+                    f"Received request for offset {start_offset} for partition {self.dir.name}, "
+                    f"but we only have log segments starting from offset: {self._log_start_offset}."
+                )
+            limit_offset = end_offset if max_offset is None else min(max_offset, end_offset)
+            if start_offset >= limit_offset:
+                return FetchDataInfo(self._offset_metadata(start_offset), [])
+            segments = self._segments
+            i = max(0, bisect.bisect_right(self._base_offsets, start_offset) - 1)
+            slices: list[FileSlice] = []
+            metadata: LogOffsetMetadata | None = None
+            first_incomplete = False
+            budget = max_bytes
+            offset = start_offset
+            while i < len(segments):
+                segment = segments[i]
+                if segment.base_offset >= limit_offset:
+                    break
+                next_base = self._base_offsets[i + 1] if i + 1 < len(segments) else end_offset
+                max_position = segment.size
+                if limit_offset < next_base:
+                    found = segment.translate_offset(limit_offset)
+                    if found is not None:
+                        max_position = found.position
+                info = segment.read(offset, budget, max_position, min_one_message and not slices)
+                if info is not None:
+                    if metadata is None:
+                        metadata = info.fetch_offset_metadata
+                        first_incomplete = info.first_entry_incomplete
+                    piece = info.slices[0]
+                    if piece.size:
+                        slices.append(piece)
+                        budget -= piece.size
+                    if piece.position + piece.size < max_position or budget <= 0 or max_position < segment.size:
+                        break
+                i += 1
+                offset = next_base
+            return FetchDataInfo(metadata or self._offset_metadata(start_offset), slices, first_incomplete)
+
+    def _offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        if offset == self._log_end_offset:
+            active = self._segments[-1]
+            return LogOffsetMetadata(offset, active.base_offset, active.size)
+        return LogOffsetMetadata(offset)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: the first offset whose record timestamp is >= ``timestamp``.
+
+        ``EARLIEST_TIMESTAMP`` (-2) and ``LATEST_TIMESTAMP`` (-1) give the log start and end
+        offsets, ``MAX_TIMESTAMP`` (-3) the batch holding the largest timestamp.
+        """
+        with self._lock:
+            cache = self.leader_epoch_cache
+            if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_start_offset, cache.epoch_for_offset(self._log_start_offset))
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset, cache.latest_epoch)
+            if timestamp == MAX_TIMESTAMP:
+                best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+                if best.max_timestamp_so_far < 0:
+                    return TimestampAndOffset(NO_TIMESTAMP, -1, None)
+                offset = best.offset_of_max_timestamp_so_far
+                return TimestampAndOffset(best.max_timestamp_so_far, offset, cache.epoch_for_offset(offset))
+            for segment in self._segments:
+                if segment.largest_timestamp >= timestamp:
+                    return segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+            return None
+
+    # -- flushing ----------------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None, now: int | None = None) -> None:
+        """Sync every segment holding offsets below ``offset`` (the LEO when None); that moves the
+        recovery point to ``offset``."""
+        with self._lock:
+            offset = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+            if offset <= self._recovery_point:
+                return
+            first = max(0, bisect.bisect_right(self._base_offsets, self._recovery_point) - 1)
+            to_flush = [s for s in self._segments[first:] if s.base_offset < offset]
+        # Syncing can take long: appends go on meanwhile, and the recovery point moves after.
+        for segment in to_flush:
+            segment.flush()
+        with self._lock:
+            if offset > self._recovery_point:
+                self._recovery_point = offset
+                self._last_flush_time = self._clock() if now is None else now
+
+    def maybe_flush(self, now: int | None = None) -> bool:
+        """What the broker's flusher calls: flush when ``flush.ms`` passed, or sync segments that
+        were rolled since the last flush. True when something was flushed."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            rolled_up_to = self._segments[-1].base_offset
+            if self._log_end_offset > self._recovery_point and now - self._last_flush_time >= self.config.flush_ms:
+                target = self._log_end_offset
+            elif rolled_up_to > self._recovery_point:
+                target = rolled_up_to
+            else:
+                return False
+        self.flush(target, now)
+        return True
+
+    # -- truncation --------------------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove every offset >= ``target_offset``; False when the log already ends there."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.dir.name} to a negative offset ({target_offset}).")
+        with self._lock:
+            if target_offset >= self._log_end_offset:
+                return False
+            if self._segments[0].base_offset > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            keep = bisect.bisect_right(self._base_offsets, target_offset)
+            doomed = self._segments[keep:]
+            del self._segments[keep:]
+            del self._base_offsets[keep:]
+            self._delete_segments_async(doomed)
+            self._segments[-1].truncate_to(target_offset)
+            self._log_end_offset = target_offset
+            self._recovery_point = min(self._recovery_point, target_offset)
+            self.leader_epoch_cache.truncate_from_end(target_offset)
+            self._log_start_offset = min(target_offset, self._log_start_offset)
+            self._high_watermark = min(self._high_watermark, target_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete everything and start an empty log at ``new_offset``."""
+        with self._lock:
+            doomed = self._segments[:]
+            self._segments.clear()
+            self._base_offsets.clear()
+            self._delete_segments_async(doomed)
+            self._segments.append(self._new_segment(new_offset))
+            self._base_offsets.append(new_offset)
+            self._log_end_offset = new_offset
+            self._log_start_offset = new_offset
+            self._recovery_point = new_offset
+            self._high_watermark = new_offset
+            self.leader_epoch_cache.clear_and_flush()
+
+    # -- retention ---------------------------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """DeleteRecords: move the log start offset up to at most the high watermark."""
+        with self._lock:
+            if new_log_start_offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {new_log_start_offset} of partition {self.dir.name} "
+                    f"since it is larger than the high watermark {self._high_watermark}"
+                )
+            return self._increment_log_start_offset(new_log_start_offset)
+
+    def _increment_log_start_offset(self, offset: int) -> bool:
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        if self._high_watermark < offset:
+            self._high_watermark = offset
+        if self._recovery_point < offset:
+            self._recovery_point = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        log.info("Incremented log start offset of %s to %d", self.dir.name, offset)
+        return True
+
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Delete segments that fall below the log start offset and, for ``cleanup.policy=delete``,
+        those past ``retention.bytes`` or older than ``retention.ms``; returns how many."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            deleted = self._delete_log_start_offset_breached_segments()
+            if self.config.delete:
+                deleted += self._delete_retention_size_breached_segments()
+                deleted += self._delete_retention_ms_breached_segments(now)
+            return deleted
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        return self._delete_old_segments(lambda segment, next_base: next_base is not None and next_base <= self._log_start_offset)
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention_bytes = self.config.retention_bytes
+        size = self.size
+        if retention_bytes < 0 or size < retention_bytes:
+            return 0
+        excess = size - retention_bytes
+
+        def breached(segment: LogSegment, next_base: int | None) -> bool:
+            nonlocal excess
+            if excess - segment.size >= 0:
+                excess -= segment.size
+                return True
+            return False
+
+        return self._delete_old_segments(breached)
+
+    def _delete_retention_ms_breached_segments(self, now: int) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        return self._delete_old_segments(lambda segment, next_base: now - segment.largest_timestamp > retention_ms)
+
+    def _delete_old_segments(self, predicate: Callable[[LogSegment, int | None], bool]) -> int:
+        segments = self._segments
+        deletable: list[LogSegment] = []
+        for i, segment in enumerate(segments):
+            next_base = self._base_offsets[i + 1] if i + 1 < len(segments) else None
+            upper_bound = self._log_end_offset if next_base is None else next_base
+            if next_base is None and segment.size == 0:
+                break
+            # Nothing at or past the high watermark is deleted, so the start offset never passes it.
+            if self._high_watermark < upper_bound or not predicate(segment, next_base):
+                break
+            deletable.append(segment)
+        if not deletable:
+            return 0
+        if len(deletable) == len(segments):
+            self._roll(self._log_end_offset)
+        count = len(deletable)
+        del self._segments[:count]
+        del self._base_offsets[:count]
+        self._delete_segments_async(deletable)
+        self._increment_log_start_offset(self._segments[0].base_offset)
+        return count
+
+    def _delete_segments_async(self, segments: list[LogSegment]) -> None:
+        """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms``: a read or sendfile
+        still using the files finishes first."""
+        due = self._clock() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            self._pending_deletes.append((due, segment))
+        if self.config.file_delete_delay_ms == 0:
+            self.delete_pending_segments()
+
+    def delete_pending_segments(self, now: int | None = None, force: bool = False) -> int:
+        """Remove the ``.deleted`` files whose delay is over (all with ``force``)."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            keep = []
+            removed = 0
+            for due, segment in self._pending_deletes:
+                if force or due <= now:
+                    segment.delete()
+                    removed += 1
+                else:
+                    keep.append((due, segment))
+            self._pending_deletes = keep
+            return removed
+
+    # -- configuration and lifetime ----------------------------------------------------------------
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+
+    def close(self) -> None:
+        """Close every segment: the active one gets its last time-index entry and trimmed indexes."""
+        with self._lock:
+            if self._closed:
+                return
+            self.delete_pending_segments(force=True)
+            for segment in self._segments:
+                segment.close()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Close the log and remove its directory.
+
+        The directory is first renamed to its ``-delete`` name, so that a crash midway leaves a
+        directory the log manager removes at start-up rather than a half-deleted log.
+        """
+        with self._lock:
+            self.delete_pending_segments(force=True)
+            for segment in self._segments:
+                segment.close_handlers()
+            self._segments.clear()
+            self._base_offsets.clear()
+            self._closed = True
+            doomed = self.dir.parent / log_delete_dir_name(self.topic, self.partition)
+            self.dir.rename(doomed)
+            self.dir = doomed
+            shutil.rmtree(doomed, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"Log({self.dir.name}, start={self._log_start_offset}, end={self._log_end_offset}, hw={self._high_watermark})"
+
+
+def _check_topic_id(directory: Path, topic_id: uuid.UUID | None) -> uuid.UUID | None:
+    """The topic id in ``partition.metadata``, written when new; a different one is an error."""
+    path = directory / PARTITION_METADATA
+    if path.exists():
+        stored = read_partition_metadata(path)
+        if topic_id is not None and stored != topic_id:
+            raise KcliError(f"Tried to assign topic ID {topic_id} to log for topic partition {directory.name}, but log already contained topic ID {stored}")
+        return stored
+    if topic_id is not None:
+        write_partition_metadata(path, topic_id)
+    return topic_id
+

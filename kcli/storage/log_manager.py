@@ -1,0 +1,237 @@
+"""Every partition log in every ``log.dirs`` entry (Kafka's LogManager).
+
+Each log dir is locked (``.lock``) while in use. At start the manager loads every
+``<topic>-<partition>`` directory, with the recovery point and log start offset of the dir's
+checkpoint files; when ``.kafka_cleanshutdown`` is there the logs skip recovery, and the marker is
+removed once they are loaded. The periodic work (flush, retention, checkpoints) is plain methods
+for the broker to schedule. ``shutdown`` flushes, writes the checkpoints, closes the logs and
+writes the marker.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from kcli.errors import KcliError
+from kcli.storage.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_OFFSET_CHECKPOINT,
+    has_clean_shutdown_marker,
+    read_offset_checkpoint,
+    remove_clean_shutdown_marker,
+    write_clean_shutdown_marker,
+    write_offset_checkpoint,
+)
+from kcli.storage.log import Log, log_dir_name, parse_topic_partition_name
+from kcli.storage.log_config import LogConfig
+from kcli.storage.segment import now_ms
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+# The KRaft metadata log lives in a log dir but is not a partition log the manager owns.
+METADATA_TOPIC = "__cluster_metadata"
+
+TopicConfigs = Mapping[str, LogConfig] | Callable[[str], LogConfig | None]
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[Path | str],
+        default_config: LogConfig | None = None,
+        topic_configs: TopicConfigs | None = None,
+        *,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        if not log_dirs:
+            raise KcliError("log.dirs must name at least one directory")
+        self.log_dirs = [Path(d).absolute() for d in log_dirs]
+        self.default_config = default_config or LogConfig()
+        self._topic_configs = topic_configs
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._dir_locks: list[int] = []
+        try:
+            for log_dir in self.log_dirs:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                self._dir_locks.append(_lock_dir(log_dir))
+            for log_dir in self.log_dirs:
+                self._load_logs(log_dir)
+        except BaseException:
+            for existing in self._logs.values():
+                existing.close()
+            self._release_locks()
+            raise
+
+    # -- configs -----------------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        configs = self._topic_configs
+        found = None
+        if callable(configs):
+            found = configs(topic)
+        elif configs is not None:
+            found = configs.get(topic)
+        return found or self.default_config
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        """Apply a topic's new config to its open logs (the caller keeps ``topic_configs`` current)."""
+        with self._lock:
+            for (t, _), partition_log in self._logs.items():
+                if t == topic:
+                    partition_log.update_config(config)
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    def _load_logs(self, log_dir: Path) -> None:
+        had_clean_shutdown = has_clean_shutdown_marker(log_dir)
+        recovery_points = read_offset_checkpoint(log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT)
+        log_start_offsets = read_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        for child in sorted(log_dir.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith("-delete"):
+                log.info("Deleting %s, a log marked for deletion", child)
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            if child.name.endswith(("-future", "-stray")):
+                log.warning("Skipping %s: kcli does not move replicas between log dirs", child)
+                continue
+            topic, partition = parse_topic_partition_name(child.name)
+            if topic == METADATA_TOPIC:
+                continue
+            key = (topic, partition)
+            if key in self._logs:
+                raise KcliError(f"Duplicate log directories for {topic}-{partition} are found in both {self._logs[key].dir} and {child}.")
+            self._logs[key] = Log.open(
+                child,
+                self.config_for(topic),
+                had_clean_shutdown=had_clean_shutdown,
+                log_start_offset=log_start_offsets.get(key, 0),
+                recovery_point=recovery_points.get(key, 0),
+                clock=self._clock,
+            )
+        remove_clean_shutdown_marker(log_dir)
+
+    # -- logs --------------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def logs_in_dir(self, log_dir: Path) -> list[Log]:
+        with self._lock:
+            return [partition_log for partition_log in self._logs.values() if partition_log.dir.parent == log_dir]
+
+    def get_or_create_log(self, topic: str, partition: int, topic_id: uuid.UUID | None = None, config: LogConfig | None = None) -> Log:
+        """The partition's log, created in the log dir holding the fewest partitions when new."""
+        with self._lock:
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                if topic_id is not None and existing.topic_id is not None and existing.topic_id != topic_id:
+                    raise KcliError(
+                        f"Tried to assign topic ID {topic_id} to log for topic partition {topic}-{partition}, "
+                        f"but log already contained topic ID {existing.topic_id}"
+                    )
+                return existing
+            log_dir = self._next_log_dir()
+            created = Log.open(
+                log_dir / log_dir_name(topic, partition),
+                config or self.config_for(topic),
+                had_clean_shutdown=True,
+                topic_id=topic_id,
+                clock=self._clock,
+            )
+            self._logs[(topic, partition)] = created
+            log.info("Created log for partition %s-%d in %s", topic, partition, log_dir)
+            return created
+
+    def _next_log_dir(self) -> Path:
+        counts = {d: 0 for d in self.log_dirs}
+        for partition_log in self._logs.values():
+            parent = partition_log.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove the partition's log and its files; False when there is none."""
+        with self._lock:
+            partition_log = self._logs.pop((topic, partition), None)
+        if partition_log is None:
+            return False
+        partition_log.delete()
+        return True
+
+    # -- periodic work -----------------------------------------------------------------------------
+
+    def flush_dirty_logs(self, now: int | None = None) -> int:
+        """Flush logs whose ``flush.ms`` has passed and segments rolled since; returns how many logs."""
+        now = self._clock() if now is None else now
+        return sum(1 for partition_log in self.all_logs() if partition_log.maybe_flush(now))
+
+    def cleanup_logs(self, now: int | None = None) -> int:
+        """Retention: delete old segments of every log and remove files whose delete delay passed."""
+        now = self._clock() if now is None else now
+        deleted = 0
+        for partition_log in self.all_logs():
+            deleted += partition_log.delete_old_segments(now)
+            partition_log.delete_pending_segments(now)
+        return deleted
+
+    def checkpoint_recovery_points(self) -> None:
+        for log_dir in self.log_dirs:
+            logs = self.logs_in_dir(log_dir)
+            write_offset_checkpoint(log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT, {(l.topic, l.partition): l.recovery_point for l in logs})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write the log start offsets that are above their first segment (only those, as Kafka)."""
+        for log_dir in self.log_dirs:
+            offsets = {
+                (l.topic, l.partition): l.log_start_offset for l in self.logs_in_dir(log_dir) if l.log_start_offset > l.segments[0].base_offset
+            }
+            write_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, offsets)
+
+    def shutdown(self, broker_epoch: int | None = None) -> None:
+        """Flush and close every log, write the checkpoints, then mark each dir cleanly shut down."""
+        with self._lock:
+            logs = list(self._logs.values())
+            for partition_log in logs:
+                partition_log.flush()
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            for partition_log in logs:
+                partition_log.close()
+            for log_dir in self.log_dirs:
+                write_clean_shutdown_marker(log_dir, broker_epoch)
+            self._logs.clear()
+            self._release_locks()
+
+    def _release_locks(self) -> None:
+        for fd in self._dir_locks:
+            os.close(fd)
+        self._dir_locks.clear()
+
+
+def _lock_dir(log_dir: Path) -> int:
+    fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise KcliError(
+            f"Failed to acquire lock on file .lock in {log_dir}. A Kafka instance in another process or thread is using this directory."
+        ) from None
+    return fd
