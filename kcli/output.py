@@ -50,6 +50,12 @@ class Output:
         if len(pending) >= self._FLUSH_AT:
             self.flush()
 
+    def lines(self, texts: list[str]) -> None:
+        """Many plain-text result lines at once."""
+        self._pending.extend(texts)
+        if len(self._pending) >= self._FLUSH_AT:
+            self.flush()
+
     def obj(self, value: dict[str, Any]) -> None:
         """One JSON object on its own line on stdout."""
         self.line(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
