@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kcli.errors import CorruptRecordError
+from kcli.storage.varint import encode_unsigned_varint
 
 MAX_VERSION = 0x7FFF
 UNKNOWN_TAGGED_FIELDS = "_unknown_tagged_fields"
@@ -640,15 +641,8 @@ def encode(schema: Mapping[str, Any] | MessageSchema, version: int, value: Mappi
 
 
 def _encode_uvarint(n: int) -> bytes:
-    n &= 0xFFFFFFFF
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    # Kafka writes these as Java ints: a negative value takes its 32-bit two's complement form.
+    return encode_unsigned_varint(n & 0xFFFFFFFF)
 
 
 def _write_struct(out: bytearray, st: StructSchema, version: int, value: Mapping[str, Any]) -> None:

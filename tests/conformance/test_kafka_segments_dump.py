@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,20 +23,9 @@ BATCH_LINE = re.compile(
 )
 
 
-def dump(capsys, *args: str) -> tuple[int, list[str], list[str]]:
-    from kcli.cli import main
-
-    old = sys.argv
-    sys.argv = ["kcli", "dump-log-segments", *args]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    finally:
-        sys.argv = old
-    captured = capsys.readouterr()
-    return code, captured.out.splitlines(), captured.err.splitlines()
+@pytest.fixture
+def dump(kcli_run):
+    return lambda *args: kcli_run("dump-log-segments", *args)
 
 
 def batches(lines: list[str]) -> list[re.Match]:
@@ -49,8 +37,8 @@ def every_file(suffix: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("path", every_file(".log"), ids=lambda p: str(p.relative_to(SEGMENTS)))
-def test_every_kafka_log_dumps_cleanly(capsys, path):
-    code, out, err = dump(capsys, "--files", str(path), "--deep-iteration")
+def test_every_kafka_log_dumps_cleanly(dump, path):
+    code, out, err = dump("--files", str(path), "--deep-iteration")
     assert code == 0, err
     assert out[0] == f"Dumping {path}"
     assert out[1] == f"Log starting offset: {int(path.name.split('.')[0])}"
@@ -65,9 +53,9 @@ def test_every_kafka_log_dumps_cleanly(capsys, path):
     assert len(record_lines) == sum(int(m.group(3)) for m in found)
 
 
-def test_cities_keyless_records(capsys):
+def test_cities_keyless_records(dump):
     path = SEGMENTS / "zk-3.1.0-bheem6005/kafka-logs/cities-0/00000000000000000000.log"
-    _, out, _ = dump(capsys, "--files", str(path), "--print-data-log")
+    _, out, _ = dump("--files", str(path), "--print-data-log")
     found = batches(out)
     assert [(int(m.group(1)), int(m.group(3))) for m in found] == [(i, 1) for i in range(11)]
     assert all(m.group(4) == "-1" and m.group(16) == "none" for m in found)
@@ -77,9 +65,9 @@ def test_cities_keyless_records(capsys):
     assert all(" key: " not in line for line in records)
 
 
-def test_snappy_batches_from_kafka_2_8(capsys):
+def test_snappy_batches_from_kafka_2_8(dump):
     path = SEGMENTS / "zk-2.8.0-seanorth/kafka-logs/some-topic-0/00000000000000000000.log"
-    _, out, _ = dump(capsys, "--files", str(path), "--print-data-log")
+    _, out, _ = dump("--files", str(path), "--print-data-log")
     found = batches(out)
     assert len(found) == 9
     assert {m.group(16) for m in found} == {"snappy"}
@@ -87,10 +75,10 @@ def test_snappy_batches_from_kafka_2_8(capsys):
     assert len([line for line in out if line.startswith("| offset:")]) == 9
 
 
-def test_consumer_offsets_segment_with_index_and_time_index(capsys):
+def test_consumer_offsets_segment_with_index_and_time_index(dump):
     directory = SEGMENTS / "kraft-cleanshutdown-nomanazeem/kafka-logs/__consumer_offsets-15"
     log = directory / "00000000000000000000.log"
-    _, out, _ = dump(capsys, "--files", str(log))
+    _, out, _ = dump("--files", str(log))
     found = batches(out)
     assert len(found) == 88
     assert (int(found[0].group(1)), int(found[-1].group(2))) == (0, 255)
@@ -98,56 +86,56 @@ def test_consumer_offsets_segment_with_index_and_time_index(capsys):
     assert {m.group(8) for m in found} == {"0", "2"}
 
     index = directory / "00000000000000000000.index"
-    code, out, err = dump(capsys, "--files", str(index))
+    code, out, err = dump("--files", str(index))
     assert code == 0 and err == []
     assert out[1:] == [f"offset: {o} position: {p}" for o, p in [(49, 4131), (100, 8279), (151, 12427), (198, 16566), (249, 20714)]]
 
     time_index = directory / "00000000000000000000.timeindex"
-    code, out, err = dump(capsys, "--files", str(time_index))
+    code, out, err = dump("--files", str(time_index))
     assert code == 0 and err == []
     assert out[1:] == [
         f"timestamp: {t} offset: {o}"
         for t, o in [(1779276005670, 49), (1779276090681, 100), (1779276175691, 151), (1779276469791, 198), (1779276554804, 249), (1779276564803, 255)]
     ]
     for path in (index, time_index):
-        _, out, _ = dump(capsys, "--files", str(path), "--index-sanity-check")
+        _, out, _ = dump("--files", str(path), "--index-sanity-check")
         assert out[1] == f"{path} passed sanity check."
 
 
-def test_compacted_segments_report_offset_gaps(capsys):
+def test_compacted_segments_report_offset_gaps(dump):
     directory = SEGMENTS / "kraft-compacted-ronem123/kafka-logs/__consumer_offsets-44"
     segment0 = directory / "00000000000000000000.log"
-    code, out, err = dump(capsys, "--files", str(segment0), "--deep-iteration")
+    code, out, err = dump("--files", str(segment0), "--deep-iteration")
     assert code == 0
     assert [int(m.group(1)) for m in batches(out)] == [6, 8]
     assert err == [f"Non-consecutive offsets in {segment0.absolute()}", "  6 is followed by 8"]
 
     segment9 = directory / "00000000000000000009.log"
-    _, out, _ = dump(capsys, "--files", str(segment9), "--print-data-log")
+    _, out, _ = dump("--files", str(segment9), "--print-data-log")
     records = [line for line in out if line.startswith("| offset:")]
     assert [r.split()[2] for r in records] == ["9", "10"]
     assert all("valueSize: -1" in r and " payload: " not in r for r in records), "tombstones have no payload"
 
     empty_index = directory / "00000000000000000000.index"
-    _, out, _ = dump(capsys, "--files", str(empty_index))
+    _, out, _ = dump("--files", str(empty_index))
     assert out == [f"Dumping {empty_index}", f"{empty_index} is empty."]
 
     time_index = SEGMENTS / "kraft-compacted-ronem123/kafka-logs/__consumer_offsets-31/00000000000000000003.timeindex"
-    code, out, err = dump(capsys, "--files", str(time_index))
+    code, out, err = dump("--files", str(time_index))
     assert (code, out[1:], err) == (0, ["timestamp: 1767085787771 offset: 4"], [])
 
 
-def test_empty_producer_snapshots(capsys):
+def test_empty_producer_snapshots(dump):
     paths = every_file(".snapshot")
     assert paths
-    code, out, err = dump(capsys, "--files", ",".join(map(str, paths)))
+    code, out, err = dump("--files", ",".join(map(str, paths)))
     assert code == 0 and err == []
     assert out == [f"Dumping {p}" for p in paths]
 
 
-def test_json_output_over_a_kafka_segment(capsys):
+def test_json_output_over_a_kafka_segment(dump):
     path = SEGMENTS / "zk-2.x-iechenyb/kafka-logs/__consumer_offsets-36/00000000000000000000.log"
-    _, out, _ = dump(capsys, "--files", str(path), "--deep-iteration", "--output", "json")
+    _, out, _ = dump("--files", str(path), "--deep-iteration", "--output", "json")
     objects = [json.loads(line) for line in out]
     batch_objects = [o for o in objects if o["type"] == "batch"]
     assert len(batch_objects) == 16
@@ -155,9 +143,9 @@ def test_json_output_over_a_kafka_segment(capsys):
     assert all(o["isValid"] and o["baseSequence"] == 0 for o in batch_objects)
 
 
-def test_offsets_decoder_over_kafka_written_commits(capsys):
+def test_offsets_decoder_over_kafka_written_commits(dump):
     path = SEGMENTS / "zk-2.x-iechenyb/kafka-logs/__consumer_offsets-36/00000000000000000000.log"
-    code, out, err = dump(capsys, "--files", str(path), "--offsets-decoder")
+    code, out, err = dump("--files", str(path), "--offsets-decoder")
     assert code == 0 and err == []
     records = [line for line in out if line.startswith("| offset:")]
     assert len(records) == 16
@@ -167,9 +155,9 @@ def test_offsets_decoder_over_kafka_written_commits(capsys):
     assert ' payload: {"version":"3","data":{"offset":85,' in records[1]
 
 
-def test_offsets_decoder_prints_tombstones_as_delete(capsys):
+def test_offsets_decoder_prints_tombstones_as_delete(dump):
     path = SEGMENTS / "kraft-compacted-ronem123/kafka-logs/__consumer_offsets-44/00000000000000000009.log"
-    _, out, _ = dump(capsys, "--files", str(path), "--offsets-decoder")
+    _, out, _ = dump("--files", str(path), "--offsets-decoder")
     records = [line for line in out if line.startswith("| offset:")]
     assert len(records) == 2
     assert all(line.endswith(" payload: <DELETE>") for line in records)
