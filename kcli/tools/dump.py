@@ -68,7 +68,8 @@ def _decoder(out: Output, class_name: str | None) -> Callable[[bytes], str]:
 
 
 def record_parser(
-    out: Output, key_decoder: str | None, value_decoder: str | None, offsets: bool, transaction_log: bool
+    out: Output, key_decoder: str | None, value_decoder: str | None, offsets: bool, transaction_log: bool,
+    cluster_metadata: bool = False,
 ) -> RecordParser:
     """The function that turns a record into its printed (key, payload), Kafka's MessageParser."""
     if offsets:
@@ -79,6 +80,10 @@ def record_parser(
         from kcli.protocol.coordinator_records import format_transaction_log_record
 
         return format_transaction_log_record
+    if cluster_metadata:
+        from kcli.protocol.metadata_records import format_cluster_metadata_record
+
+        return format_cluster_metadata_record
     decode_key = _decoder(out, key_decoder)
     decode_value = _decoder(out, value_decoder)
 
