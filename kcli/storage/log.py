@@ -395,14 +395,7 @@ class Log:
             if stale.exists():
                 log.warning("Newly rolled segment file %s already exists; deleting it first", stale.absolute())
                 stale.unlink()
-        return LogSegment.open(
-            self.dir,
-            base_offset,
-            max_index_size=config.segment_index_bytes,
-            index_interval_bytes=config.index_interval_bytes,
-            roll_jitter_ms=config.random_segment_jitter(),
-            clock=self._clock,
-        )
+        return LogSegment.open_for_config(self.dir, base_offset, config, clock=self._clock)
 
     # -- reading -----------------------------------------------------------------------------------
 

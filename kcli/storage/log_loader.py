@@ -72,16 +72,7 @@ class LogLoader:
         self.segments: list[LogSegment] = []
 
     def _open_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
-        config = self.config
-        return LogSegment.open(
-            self.dir,
-            base_offset,
-            max_index_size=config.segment_index_bytes,
-            index_interval_bytes=config.index_interval_bytes,
-            roll_jitter_ms=config.random_segment_jitter(),
-            suffix=suffix,
-            clock=self.clock,
-        )
+        return LogSegment.open_for_config(self.dir, base_offset, self.config, suffix=suffix, clock=self.clock)
 
     def load(self) -> tuple[list[LogSegment], LoadedLogOffsets]:
         """Load the directory; returns its segments in offset order and its offsets."""

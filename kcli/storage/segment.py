@@ -19,11 +19,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from kcli.errors import CorruptRecordError, InvalidOffsetError, InvalidRecordError
 from kcli.storage.file_records import INT32_MAX, FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from kcli.storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex, TimestampOffset
+
+if TYPE_CHECKING:
+    from kcli.storage.log_config import LogConfig
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
@@ -212,6 +215,21 @@ class LogSegment:
             index_interval_bytes,
             roll_jitter_ms,
             clock,
+        )
+
+    @classmethod
+    def open_for_config(
+        cls, directory: Path, base_offset: int, config: LogConfig, *, suffix: str = "", clock: Callable[[], int] = now_ms
+    ) -> LogSegment:
+        """Open a segment with a topic's index size, index interval and roll jitter."""
+        return cls.open(
+            directory,
+            base_offset,
+            max_index_size=config.segment_index_bytes,
+            index_interval_bytes=config.index_interval_bytes,
+            roll_jitter_ms=config.random_segment_jitter(),
+            suffix=suffix,
+            clock=clock,
         )
 
     # -- parts -------------------------------------------------------------------------------------
