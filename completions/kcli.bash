@@ -18,7 +18,7 @@ _kcli() {
                 --value-decoder-class) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --skip-record-metadata --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _kcli kcli

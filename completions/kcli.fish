@@ -19,6 +19,7 @@ complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l value-dec
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l offsets-decoder -d 'If set, log data will be parsed as offset data from the __consumer_offsets topic'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l transaction-log-decoder -d 'If set, log data will be parsed as transaction metadata from the __transaction_state topic'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l cluster-metadata-decoder -d 'If set, log data will be parsed as cluster metadata records'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l remote-log-metadata-decoder -d 'If set, log data will be parsed as TopicBasedRemoteLogMetadataManager (RLMM) metadata records'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l skip-record-metadata -d 'Whether to skip printing metadata for each record'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per file, batch, record and index entry'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l help -d 'Show this message and exit'

@@ -52,6 +52,7 @@ __all__ = [
     "MetadataParseError",
     "MetadataRecordType",
     "decode_metadata_record",
+    "read_api_message",
     "encode_metadata_record",
     "metadata_record_json",
     "format_cluster_metadata_record",
@@ -317,6 +318,7 @@ METADATA_RECORD_TYPES: dict[int, MetadataRecordType] = {
     )
 }
 METADATA_RECORD_TYPES_BY_NAME = {rt.name: rt for rt in METADATA_RECORD_TYPES.values()}
+_SCHEMAS_BY_API_KEY = {api_key: rt.schema for api_key, rt in METADATA_RECORD_TYPES.items()}
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -356,15 +358,14 @@ def _read_header_short(buf: bytes | bytearray | memoryview, pos: int, entity: st
     return (result - 0x10000 if result >= 0x8000 else result), pos
 
 
-def decode_metadata_record(value: bytes | bytearray | memoryview | None) -> tuple[MetadataRecordType, int, dict[str, Any]]:
-    """``(record type, version, message dict)`` of a framed metadata record value.
+def read_api_message(value: bytes | bytearray | memoryview,
+                     schemas: Mapping[int, Mapping[str, Any]]) -> tuple[int, int, dict[str, Any]]:
+    """``(api key, version, message dict)`` of a value framed by 3.9's ``AbstractApiMessageSerde.read``.
 
-    Raises ``MetadataParseError`` with the message of the exception Kafka 3.9's
-    ``MetadataRecordSerde.read`` throws for the same bytes.
+    ``schemas`` maps the api keys the serde's ``apiMessageFor`` knows to their schemas (a generated
+    ``MetadataRecordType.fromId`` of KRaft's or of the remote log metadata topic's records). Raises
+    ``MetadataParseError`` with the message of the exception ``read`` throws for the same bytes.
     """
-    if value is None:
-        # Kafka reads from a null buffer: the NullPointerException is caught while reading the frame version.
-        raise MetadataParseError("the record has no value", "Error while reading frame version", 0)
     if isinstance(value, memoryview) and value.format != "B":
         value = value.cast("B")
     frame_version, pos = _read_header_short(value, 0, "frame version")
@@ -380,23 +381,37 @@ def decode_metadata_record(value: bytes | bytearray | memoryview | None) -> tupl
             f"(only frame version {FRAME_VERSION} is supported)", 0)
     api_key, pos = _read_header_short(value, pos, "type")
     version, pos = _read_header_short(value, pos, "version")
-    rt = METADATA_RECORD_TYPES.get(api_key)
-    if rt is None:
+    schema = schemas.get(api_key)
+    if schema is None:
         # MetadataParseException(Throwable): the message is the cause's toString().
         raise MetadataParseError(
             f"unknown metadata record type {api_key}",
             f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}", pos)
+    name = schema["name"]
     try:
-        data, end = decode(rt.schema, version, value, pos, strict=False)
+        data, end = decode(schema, version, value, pos, strict=False)
     except Exception as exc:  # Kafka wraps whatever its generated reader throws
-        raise MetadataParseError(f"cannot read {rt.name} v{version}: {exc}",
+        raise MetadataParseError(f"cannot read {name} v{version}: {exc}",
                                  f"Failed to deserialize record with type {api_key}",
                                  getattr(exc, "position", None)) from exc
     garbage = len(value) - end
     if garbage > 0:
-        raise MetadataParseError(f"{garbage} byte(s) after the {rt.name} v{version} message",
+        raise MetadataParseError(f"{garbage} byte(s) after the {name} v{version} message",
                                  f"Found {garbage} byte(s) of garbage after {api_key}", end)
-    return rt, version, data
+    return api_key, version, data
+
+
+def decode_metadata_record(value: bytes | bytearray | memoryview | None) -> tuple[MetadataRecordType, int, dict[str, Any]]:
+    """``(record type, version, message dict)`` of a framed metadata record value.
+
+    Raises ``MetadataParseError`` with the message of the exception Kafka 3.9's
+    ``MetadataRecordSerde.read`` throws for the same bytes.
+    """
+    if value is None:
+        # Kafka reads from a null buffer: the NullPointerException is caught while reading the frame version.
+        raise MetadataParseError("the record has no value", "Error while reading frame version", 0)
+    api_key, version, data = read_api_message(value, _SCHEMAS_BY_API_KEY)
+    return METADATA_RECORD_TYPES[api_key], version, data
 
 
 def encode_metadata_record(record: int | str, version: int, data: Mapping[str, Any], *,

@@ -69,7 +69,7 @@ def _decoder(out: Output, class_name: str | None) -> Callable[[bytes], str]:
 
 def record_parser(
     out: Output, key_decoder: str | None, value_decoder: str | None, offsets: bool, transaction_log: bool,
-    cluster_metadata: bool = False,
+    cluster_metadata: bool = False, remote_log_metadata: bool = False,
 ) -> RecordParser:
     """The function that turns a record into its printed (key, payload), Kafka's MessageParser."""
     if offsets:
@@ -84,6 +84,10 @@ def record_parser(
         from kcli.protocol.metadata_records import format_cluster_metadata_record
 
         return format_cluster_metadata_record
+    if remote_log_metadata:
+        from kcli.protocol.remote_log_metadata_records import format_remote_log_metadata_record
+
+        return format_remote_log_metadata_record
     decode_key = _decoder(out, key_decoder)
     decode_value = _decoder(out, value_decoder)
 

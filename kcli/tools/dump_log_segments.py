@@ -42,6 +42,7 @@ def dump_log_segments(
     offsets_decoder: Annotated[bool, typer.Option("--offsets-decoder", help="If set, log data will be parsed as offset data from the __consumer_offsets topic.")] = False,
     transaction_log_decoder: Annotated[bool, typer.Option("--transaction-log-decoder", help="If set, log data will be parsed as transaction metadata from the __transaction_state topic.")] = False,
     cluster_metadata_decoder: Annotated[bool, typer.Option("--cluster-metadata-decoder", help="If set, log data will be parsed as cluster metadata records.")] = False,
+    remote_log_metadata_decoder: Annotated[bool, typer.Option("--remote-log-metadata-decoder", help="If set, log data will be parsed as TopicBasedRemoteLogMetadataManager (RLMM) metadata records. Instead, the value-decoder-class option can be used if a custom RLMM implementation is configured.")] = False,
     skip_record_metadata: Annotated[bool, typer.Option("--skip-record-metadata", help="Whether to skip printing metadata for each record.")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per file, batch, record and index entry.")] = Format.plain,
 ) -> None:
@@ -50,10 +51,10 @@ def dump_log_segments(
 
     out = Output(output)
     parser = record_parser(out, key_decoder_class, value_decoder_class, offsets_decoder, transaction_log_decoder,
-                           cluster_metadata_decoder)
+                           cluster_metadata_decoder, remote_log_metadata_decoder)
     options = DumpOptions(
         print_data=print_data_log or offsets_decoder or transaction_log_decoder or cluster_metadata_decoder
-        or key_decoder_class is not None or value_decoder_class is not None,
+        or remote_log_metadata_decoder or key_decoder_class is not None or value_decoder_class is not None,
         deep_iteration=deep_iteration,
         verify_index_only=verify_index_only,
         index_sanity_check=index_sanity_check,
