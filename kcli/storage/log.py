@@ -7,9 +7,12 @@ The directory is ``<topic>-<partition>``. Offsets the log keeps:
 - high watermark: the end of what is replicated; retention never deletes past it;
 - recovery point: everything below it is flushed to disk, so start-up recovery begins there.
 
-Appends keep the produced bytes: each batch is validated (sizes, magic, CRC-32C) and its base
-offset and partition leader epoch are written into the buffer in place; the same bytes go to the
-active segment. Reads return file ranges of whole batches.
+Appends keep the produced bytes: as a leader, each batch is validated (``log_validator``: frame,
+CRC-32C, header, record framing and the topic's record rules) and its base offset and partition
+leader epoch are written into the buffer in place; the same bytes go to the active segment, unless
+the topic's ``compression.type`` makes the batch be rebuilt. Batches with a producer id go through
+the producer table (``producer_state``): a client's retry of one of its last five batches is
+answered with the original offsets and not written again. Reads return file ranges of whole batches.
 """
 
 from __future__ import annotations
@@ -23,21 +26,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from kcli.errors import CorruptRecordError, InvalidOffsetError, InvalidRecordError, KcliError, OffsetOutOfRangeError
+from kcli.errors import CorruptRecordError, InvalidOffsetError, KcliError, OffsetOutOfRangeError
 from kcli.storage.checkpoints import PARTITION_METADATA, read_partition_metadata, write_partition_metadata
 from kcli.storage.file_records import FileSlice, TimestampAndOffset
 from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
 from kcli.storage.log_config import LOG_APPEND_TIME, LogConfig
-from kcli.storage.log_loader import LogLoader
-from kcli.storage.records import (
-    NO_TIMESTAMP,
-    RECORD_BATCH_OVERHEAD,
-    RecordBatch,
-    read_batch,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
+from kcli.storage.log_loader import LogLoader, rebuild_producer_state
+from kcli.storage.log_validator import RecordBatchTooLargeError, RecordTooLargeError, validate_and_assign_offsets
+from kcli.storage.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ActiveProducer,
+    AppendOrigin,
+    ProducerAppendInfo,
+    ProducerStateManager,
 )
+from kcli.storage.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, RecordBatch, read_batch
 from kcli.storage.segment import DELETED_FILE_SUFFIX, FetchDataInfo, LogOffsetMetadata, LogSegment, now_ms
 
 log = logging.getLogger(__name__)
@@ -48,20 +51,16 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 
-class RecordTooLargeError(InvalidRecordError):
-    """A batch larger than ``max.message.bytes`` (Kafka's RECORD_TOO_LARGE)."""
-
-
-class RecordBatchTooLargeError(InvalidRecordError):
-    """A record set larger than a whole segment (Kafka's RECORD_BATCH_TOO_LARGE)."""
-
-
 class LogAppendInfo(NamedTuple):
     """What an append did (Kafka's LogAppendInfo).
 
     ``offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp (Kafka's
     shallow offset), since finding the exact record would mean decoding the records.
     ``log_append_time`` is -1 unless the topic uses LogAppendTime.
+
+    ``duplicate`` is True when a client resent a batch the log already holds: nothing was written,
+    and the offsets (and ``log_append_time``, set to that batch's max timestamp, as Kafka does) are
+    those of the batch appended before.
     """
 
     first_offset: int
@@ -73,6 +72,7 @@ class LogAppendInfo(NamedTuple):
     valid_bytes: int
     shallow_count: int
     record_count: int
+    duplicate: bool = False
 
 
 def parse_topic_partition_name(name: str) -> tuple[str, int]:
@@ -113,12 +113,14 @@ class Log:
         next_offset: int,
         leader_epoch_cache: LeaderEpochFileCache,
         topic_id: uuid.UUID | None = None,
+        producer_state: ProducerStateManager | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.dir = directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self.config = config
         self.leader_epoch_cache = leader_epoch_cache
+        self._producer_state = producer_state or ProducerStateManager(directory)
         self.topic_id = topic_id
         self._clock = clock
         self._lock = threading.RLock()
@@ -142,15 +144,18 @@ class Log:
         log_start_offset: int = 0,
         recovery_point: int = 0,
         topic_id: uuid.UUID | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         clock: Callable[[], int] = now_ms,
     ) -> Log:
-        """Open (creating if needed) the log in ``directory``, recovering it unless it was shut down cleanly."""
+        """Open (creating if needed) the log in ``directory``, recovering it unless it was shut down
+        cleanly, and rebuild its producer table."""
         directory = Path(directory)
         parse_topic_partition_name(directory.name)
         config = config or LogConfig()
         directory.mkdir(parents=True, exist_ok=True)
         topic_id = _check_topic_id(directory, topic_id)
         cache = LeaderEpochFileCache.for_dir(directory)
+        producer_state = ProducerStateManager(directory, producer_id_expiration_ms=producer_id_expiration_ms)
         loader = LogLoader(
             directory,
             config,
@@ -158,6 +163,7 @@ class Log:
             log_start_offset_checkpoint=log_start_offset,
             recovery_point_checkpoint=recovery_point,
             leader_epoch_cache=cache,
+            producer_state=producer_state,
             clock=clock,
         )
         segments, offsets = loader.load()
@@ -170,6 +176,7 @@ class Log:
             next_offset=offsets.next_offset,
             leader_epoch_cache=cache,
             topic_id=topic_id,
+            producer_state=producer_state,
             clock=clock,
         )
 
@@ -241,84 +248,116 @@ class Log:
         records: bytes | bytearray | memoryview,
         *,
         leader_epoch: int = 0,
+        origin: AppendOrigin | str = AppendOrigin.CLIENT,
         assign_offsets: bool = True,
         log_append_time: int | None = None,
     ) -> LogAppendInfo:
         """Append whole batches; as a leader (``assign_offsets``) they get offsets from the LEO.
 
+        ``origin`` is ``client`` (a Produce request: fully validated), ``coordinator`` (offset
+        commits, transaction markers: validated, producer epochs checked but not sequences) or
+        ``replication``, which is the same as ``assign_offsets=False``: a follower's append, whose
+        offsets and epochs are kept; they must be above the log end offset and increasing.
+
         A writable buffer is patched in place (bytes are copied once). As a leader, each batch gets
         ``leader_epoch`` as its partition leader epoch and, on a LogAppendTime topic, the time
-        ``log_append_time`` (now when None). Without ``assign_offsets`` (a follower) the offsets
-        and epochs are kept; offsets must be above the log end offset and increasing.
+        ``log_append_time`` (now when None). Errors are KcliErrors whose ``error_code`` answers
+        the whole append; nothing is written then.
         """
+        origin = AppendOrigin(origin)
+        if origin == AppendOrigin.REPLICATION:
+            assign_offsets = False
         view = memoryview(records)
         if view.readonly:
             view = memoryview(bytearray(view))
-        n = len(view)
-        if n == 0:
+        if len(view) == 0:
             raise CorruptRecordError("an append must hold at least one record batch")
-        config = self.config
         with self._lock:
             if self._closed:
                 raise KcliError(f"{self.dir.name}: the log is closed")
-            now = -1
-            if assign_offsets and config.message_timestamp_type == LOG_APPEND_TIME:
-                now = self._clock() if log_append_time is None else log_append_time
             if assign_offsets:
-                summary = self._assign_offsets(view, leader_epoch, now)
+                info = self._append_as_leader(view, leader_epoch, origin, log_append_time)
             else:
-                summary = self._check_follower_offsets(view)
-            first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count = summary
-            if n > config.segment_bytes:
-                raise RecordBatchTooLargeError(
-                    f"Message batch size is {n} bytes in append to partition {self.dir.name} which exceeds the maximum configured segment size of {config.segment_bytes}."
-                )
-            segment = self._segments[-1]
-            if segment.should_roll(config.segment_bytes, config.segment_ms, n, max_timestamp, last_offset, self._clock()):
-                segment = self._roll(first_offset)
-            segment.append(last_offset, max_timestamp, offset_of_max_timestamp, view)
-            self._log_end_offset = last_offset + 1
-            info = LogAppendInfo(
-                first_offset, last_offset, max_timestamp, offset_of_max_timestamp, now, self._log_start_offset, n, shallow_count, record_count
-            )
-            flush_due = self._log_end_offset - self._recovery_point >= config.flush_messages
-        if flush_due:
+                info = self._append_as_follower(view)
+            flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
+        if flush_due and not info.duplicate:
             self.flush()
         return info
 
-    def _assign_offsets(self, view: memoryview, leader_epoch: int, now: int) -> tuple[int, int, int, int, int, int]:
-        """Validate each batch and stamp its offsets, leader epoch and (``now`` >= 0) append time."""
-        max_message_bytes = self.config.max_message_bytes
-        n = len(view)
-        first_offset = next_offset = self._log_end_offset
-        max_timestamp = offset_of_max_timestamp = -1
-        shallow_count = record_count = 0
-        position = 0
-        while position < n:
-            batch = RecordBatch(view, position)
-            batch.validate()
-            size = batch.size_in_bytes
-            if size > max_message_bytes:
-                raise RecordTooLargeError(f"The record batch of {size} bytes at position {position} is larger than max.message.bytes ({max_message_bytes})")
-            set_base_offset(view, position, next_offset)
-            set_partition_leader_epoch(view, position, leader_epoch)
-            last_offset = next_offset + batch.last_offset_delta
-            if now >= 0:
-                set_log_append_time(view, position, now)
-            elif batch.max_timestamp > max_timestamp:
-                max_timestamp, offset_of_max_timestamp = batch.max_timestamp, last_offset
-            next_offset = last_offset + 1
-            shallow_count += 1
-            record_count += batch.record_count
-            position += size
-        if now >= 0:
-            max_timestamp, offset_of_max_timestamp = now, next_offset - 1
+    def _append_as_leader(self, view: memoryview, leader_epoch: int, origin: AppendOrigin, log_append_time: int | None) -> LogAppendInfo:
+        config = self.config
+        now = self._clock()
+        append_time = -1
+        if config.message_timestamp_type == LOG_APPEND_TIME:
+            append_time = now if log_append_time is None else log_append_time
+        result = validate_and_assign_offsets(
+            view,
+            first_offset=self._log_end_offset,
+            config=config,
+            partition=self.dir.name,
+            now=now,
+            origin=origin,
+            leader_epoch=leader_epoch,
+            log_append_time=append_time,
+        )
+        size = len(result.records)
+        self._check_segment_size(size)
+        duplicate, staged = None, []
+        if result.producer_batches:
+            duplicate, staged = self._producer_state.analyze(result.producer_batches, origin)
+        if duplicate is not None:
+            return LogAppendInfo(
+                duplicate.first_offset, duplicate.last_offset, result.max_timestamp, result.offset_of_max_timestamp,
+                duplicate.timestamp, self._log_start_offset, size, result.shallow_count, result.record_count, duplicate=True,
+            )
+        self._write(result.records, result.first_offset, result.last_offset, result.max_timestamp, result.offset_of_max_timestamp, now)
         if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
-            self.leader_epoch_cache.assign(leader_epoch, first_offset)
-        return first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, shallow_count, record_count
+            self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
+        self._apply_producer_updates(staged, result.last_offset)
+        return LogAppendInfo(
+            result.first_offset, result.last_offset, result.max_timestamp, result.offset_of_max_timestamp, append_time,
+            self._log_start_offset, size, result.shallow_count, result.record_count,
+        )
 
-    def _check_follower_offsets(self, view: memoryview) -> tuple[int, int, int, int, int, int]:
-        """Validate each batch and check that its offsets follow the log's; record new epochs."""
+    def _append_as_follower(self, view: memoryview) -> LogAppendInfo:
+        (first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count), producer_batches = (
+            self._check_follower_offsets(view)
+        )
+        size = len(view)
+        self._check_segment_size(size)
+        staged = []
+        if producer_batches:
+            _, staged = self._producer_state.analyze(producer_batches, AppendOrigin.REPLICATION)
+        self._write(view, first_offset, last_offset, max_timestamp, offset_of_max_timestamp, self._clock())
+        self._apply_producer_updates(staged, last_offset)
+        return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max_timestamp, -1, self._log_start_offset, size, shallow_count, record_count)
+
+    def _check_segment_size(self, size: int) -> None:
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.dir.name} which exceeds the maximum configured segment size of {self.config.segment_bytes}."
+            )
+
+    def _write(self, data: bytes | bytearray | memoryview, first_offset: int, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int, now: int) -> None:
+        config = self.config
+        segment = self._segments[-1]
+        if segment.should_roll(config.segment_bytes, config.segment_ms, len(data), max_timestamp, last_offset, now):
+            segment = self._roll(first_offset)
+        segment.append(last_offset, max_timestamp, offset_of_max_timestamp, data)
+        self._log_end_offset = last_offset + 1
+
+    def _apply_producer_updates(self, staged: list[ProducerAppendInfo], last_offset: int) -> None:
+        producer_state = self._producer_state
+        for info in staged:
+            producer_state.update(info)
+        # The table moves with the log even without producers, so snapshots carry the right offset.
+        producer_state.update_map_end_offset(last_offset + 1)
+
+    def _check_follower_offsets(self, view: memoryview) -> tuple[tuple[int, int, int, int, int, int], list[RecordBatch]]:
+        """Validate each batch and check that its offsets follow the log's; record new epochs.
+
+        Also returns the magic-2 batches that carry a producer id.
+        """
         max_message_bytes = self.config.max_message_bytes
         n = len(view)
         first_offset = -1
@@ -326,6 +365,7 @@ class Log:
         max_timestamp = offset_of_max_timestamp = -1
         shallow_count = record_count = 0
         epochs = []
+        producer_batches = []
         position = 0
         while position < n:
             batch = read_batch(view, position)
@@ -348,8 +388,11 @@ class Log:
             last_offset = batch.last_offset
             if batch.max_timestamp > max_timestamp:
                 max_timestamp, offset_of_max_timestamp = batch.max_timestamp, last_offset
-            if batch.magic >= 2 and batch.partition_leader_epoch >= 0:
-                epochs.append((batch.partition_leader_epoch, base))
+            if batch.magic >= 2:
+                if batch.partition_leader_epoch >= 0:
+                    epochs.append((batch.partition_leader_epoch, base))
+                if batch.producer_id >= 0:
+                    producer_batches.append(batch)
             shallow_count += 1
             record_count += batch.record_count
             position += size
@@ -357,7 +400,7 @@ class Log:
         for epoch, start in epochs:
             if cache.latest_epoch != epoch:
                 cache.assign(epoch, start)
-        return first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count
+        return (first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count), producer_batches
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets and leader epochs."""
@@ -386,6 +429,9 @@ class Log:
         segment = self._new_segment(new_offset)
         self._segments.append(segment)
         self._base_offsets.append(new_offset)
+        # A snapshot at each segment's base offset: recovering the segment starts from it.
+        self._producer_state.update_map_end_offset(new_offset)
+        self._producer_state.take_snapshot()
         return segment
 
     def _new_segment(self, base_offset: int) -> LogSegment:
@@ -535,6 +581,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(target_offset)
             self._log_start_offset = min(target_offset, self._log_start_offset)
             self._high_watermark = min(self._high_watermark, target_offset)
+            self._rebuild_producer_state(target_offset)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -551,6 +598,13 @@ class Log:
             self._recovery_point = new_offset
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear_and_flush()
+            self._producer_state.truncate_fully_and_start_at(new_offset)
+            self._rebuild_producer_state(new_offset)
+
+    def _rebuild_producer_state(self, last_offset: int) -> None:
+        rebuild_producer_state(
+            self._producer_state, self._segments, self._log_start_offset, last_offset, reload_from_clean_shutdown=False, now=self._clock()
+        )
 
     # -- retention ---------------------------------------------------------------------------------
 
@@ -573,6 +627,7 @@ class Log:
         if self._recovery_point < offset:
             self._recovery_point = offset
         self.leader_epoch_cache.truncate_from_start(offset)
+        self._producer_state.on_log_start_offset_incremented(offset)
         log.info("Incremented log start offset of %s to %d", self.dir.name, offset)
         return True
 
@@ -637,9 +692,11 @@ class Log:
 
     def _delete_segments_async(self, segments: list[LogSegment]) -> None:
         """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms``: a read or sendfile
-        still using the files finishes first."""
+        still using the files finishes first. Their producer snapshots go at once: nothing reads
+        them but a later load."""
         due = self._clock() + self.config.file_delete_delay_ms
         for segment in segments:
+            self._producer_state.delete_snapshot(segment.base_offset)
             segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletes.append((due, segment))
         if self.config.file_delete_delay_ms == 0:
@@ -660,6 +717,29 @@ class Log:
             self._pending_deletes = keep
             return removed
 
+    # -- producers ---------------------------------------------------------------------------------
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The producers of this partition as DescribeProducers reports them, by producer id."""
+        with self._lock:
+            return self._producer_state.active_producers()
+
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms`` (none with an open transaction);
+        for the broker to call periodically. Returns how many were removed."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            return self._producer_state.remove_expired_producers(now)
+
+    def take_producer_snapshot(self) -> Path | None:
+        """Snapshot the producer table at the log end now (if not done there already)."""
+        with self._lock:
+            return self._producer_state.take_snapshot()
+
     # -- configuration and lifetime ----------------------------------------------------------------
 
     def update_config(self, config: LogConfig) -> None:
@@ -667,10 +747,15 @@ class Log:
             self.config = config
 
     def close(self) -> None:
-        """Close every segment: the active one gets its last time-index entry and trimmed indexes."""
+        """Close every segment: the active one gets its last time-index entry and trimmed indexes.
+
+        The producer table is snapshotted at the log end when it holds producers, so that a clean
+        restart reads no segment to rebuild it.
+        """
         with self._lock:
             if self._closed:
                 return
+            self._producer_state.take_snapshot(skip_if_empty=True)
             self.delete_pending_segments(force=True)
             for segment in self._segments:
                 segment.close()

@@ -13,18 +13,24 @@ In order:
    is recovered: each batch is checked (size, magic, CRC, increasing offsets) and the log is cut at
    the first invalid one; the segments after a cut are deleted. Nothing before the first invalid
    batch is lost.
+5. The producer table is rebuilt: snapshots that belong to no segment, or lie past the log end,
+   are deleted; the newest one left is loaded and the batches after it are replayed from their
+   headers up to the log end. A clean shutdown without any snapshot means the table was empty.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from kcli.errors import CorruptIndexError, CorruptRecordError
+from kcli.storage.file_records import FileRecords
 from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
 from kcli.storage.log_config import LogConfig
+from kcli.storage.producer_state import ProducerStateManager
+from kcli.storage.records import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, check_batch_size, peek_batch_header
 from kcli.storage.segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -60,6 +66,7 @@ class LogLoader:
         log_start_offset_checkpoint: int = 0,
         recovery_point_checkpoint: int = 0,
         leader_epoch_cache: LeaderEpochFileCache | None = None,
+        producer_state: ProducerStateManager | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.dir = Path(directory)
@@ -68,6 +75,7 @@ class LogLoader:
         self.log_start_offset_checkpoint = log_start_offset_checkpoint
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.leader_epoch_cache = leader_epoch_cache
+        self.producer_state = producer_state
         self.clock = clock
         self.segments: list[LogSegment] = []
 
@@ -82,14 +90,20 @@ class LogLoader:
             self._load_segment_files()
             recovery_point, next_offset = self._recover_log()
             self.segments[-1].resize_indexes(self.config.segment_index_bytes)
+            if self.leader_epoch_cache is not None:
+                self.leader_epoch_cache.truncate_from_end(next_offset)
+                self.leader_epoch_cache.truncate_from_start(self.log_start_offset_checkpoint)
+            log_start_offset = max(self.log_start_offset_checkpoint, self.segments[0].base_offset)
+            if self.producer_state is not None:
+                self.producer_state.remove_stray_snapshots(s.base_offset for s in self.segments)
+                rebuild_producer_state(
+                    self.producer_state, self.segments, log_start_offset, next_offset,
+                    reload_from_clean_shutdown=self.had_clean_shutdown, now=self.clock(),
+                )
         except BaseException:
             for segment in self.segments:
                 segment.close_handlers()
             raise
-        if self.leader_epoch_cache is not None:
-            self.leader_epoch_cache.truncate_from_end(next_offset)
-            self.leader_epoch_cache.truncate_from_start(self.log_start_offset_checkpoint)
-        log_start_offset = max(self.log_start_offset_checkpoint, self.segments[0].base_offset)
         return self.segments, LoadedLogOffsets(log_start_offset, recovery_point, next_offset)
 
     def _files(self) -> list[Path]:
@@ -235,6 +249,97 @@ class LogLoader:
         if self.leader_epoch_cache is not None:
             self.leader_epoch_cache.clear_and_flush()
         return None
+
+
+# -- producer state -------------------------------------------------------------------------------
+
+# Replay reads batch headers through windows of this size; a batch that fits is not read again.
+_HEADER_WINDOW = 8192
+
+
+def rebuild_producer_state(
+    manager: ProducerStateManager,
+    segments: list[LogSegment],
+    log_start_offset: int,
+    last_offset: int,
+    *,
+    reload_from_clean_shutdown: bool,
+    now: int,
+) -> None:
+    """Bring the producer table up to ``last_offset`` (Kafka's rebuildProducerState).
+
+    The table is reloaded from the newest snapshot in (log start, ``last_offset``], then the
+    batches from there to ``last_offset`` are replayed from their headers. Snapshots are taken at
+    the base offsets of the last two segments on the way, and at ``last_offset`` when the table
+    holds producers. After a clean shutdown without any snapshot nothing is read: the table was empty.
+    """
+    if reload_from_clean_shutdown and manager.latest_snapshot_offset() is None:
+        manager.update_map_end_offset(last_offset)
+        return
+    was_empty = manager.is_empty and manager.map_end_offset >= last_offset
+    manager.truncate_and_reload(log_start_offset, last_offset, now)
+    replay_from = manager.map_end_offset
+    if last_offset > replay_from and not was_empty:
+        bases = [segment.base_offset for segment in segments]
+        snapshot_at = set(bases[-2:])
+        for i, segment in enumerate(segments):
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            if next_base is not None and next_base <= replay_from:
+                continue
+            if segment.base_offset >= last_offset:
+                break
+            start = max(segment.base_offset, replay_from, log_start_offset)
+            manager.update_map_end_offset(start)
+            if segment.base_offset in snapshot_at:
+                manager.take_snapshot()
+            holds_last_offset = next_base is None or next_base > last_offset
+            _replay_segment(manager, segment, start, last_offset if holds_last_offset else None)
+    manager.update_map_end_offset(last_offset)
+    manager.take_snapshot(skip_if_empty=True)
+
+
+def _replay_segment(manager: ProducerStateManager, segment: LogSegment, start_offset: int, stop_offset: int | None) -> None:
+    """Replay the segment's batches with producer ids from ``start_offset`` up to the batch holding
+    ``stop_offset`` (the end of the segment when None)."""
+    start = 0
+    if start_offset > segment.base_offset:
+        found = segment.translate_offset(start_offset)
+        if found is None:
+            return
+        start = found.position
+    end = segment.size
+    if stop_offset is not None:
+        found = segment.translate_offset(stop_offset)
+        if found is not None:
+            end = found.position
+    for batch in _producer_batches(segment.log, start, end):
+        manager.replay_batch(batch)
+
+
+def _producer_batches(records: FileRecords, start: int, end: int) -> Iterator[RecordBatch]:
+    """Views of the magic-2 batches with a producer id in ``[start, end)``, read header by header;
+    a control batch is read whole, since its marker is a record."""
+    window = b""
+    window_start = start
+    position = start
+    while end - position >= HEADER_SIZE_UP_TO_MAGIC:
+        rel = position - window_start
+        if len(window) - rel < RECORD_BATCH_OVERHEAD:
+            window = records.read(position, min(_HEADER_WINDOW, end - position))
+            window_start, rel = position, 0
+            if len(window) < HEADER_SIZE_UP_TO_MAGIC:
+                return
+        _, size, magic = peek_batch_header(window, rel)
+        check_batch_size(size - LOG_OVERHEAD, position)
+        if position + size > end:
+            return
+        if magic >= 2 and len(window) - rel >= RECORD_BATCH_OVERHEAD:
+            batch = RecordBatch(window, rel)
+            if batch.producer_id >= 0:
+                if batch.is_control and rel + size > len(window):
+                    batch = RecordBatch(records.read(position, size), 0)
+                yield batch
+        position += size
 
 
 def _offset_or_none(name: str) -> int | None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kcli.errors import CorruptRecordError, InvalidOffsetError, KcliError, OffsetOutOfRangeError
+from kcli.errors import CorruptRecordError, ErrorCode, InvalidOffsetError, KcliError, OffsetOutOfRangeError
 from kcli.storage.checkpoints import read_partition_metadata
 from kcli.storage.file_records import FileRecords
-from kcli.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, RecordTooLargeError
+from kcli.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, RecordBatchTooLargeError, RecordTooLargeError
 from kcli.storage.log_config import LogConfig, topic_properties_from_broker
 from kcli.storage.records import NewRecord, RecordBatch, TimestampType, build_batch, iter_batches
 
@@ -111,6 +111,38 @@ def test_follower_appends_keep_offsets_and_epochs(tmp_path):
     with pytest.raises(InvalidOffsetError, match="Out of order offsets"):
         log.append_as_follower(batch([4], base_offset=20) + batch([5], base_offset=15))
     assert log.log_end_offset == 11
+
+
+def test_append_errors_answer_with_kafkas_error_codes(tmp_path):
+    data = batch([1], value=b"x" * 100)
+    with pytest.raises(RecordTooLargeError) as too_large:
+        open_log(tmp_path, max_message_bytes=len(data) - 1).append(data)
+    assert too_large.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    with pytest.raises(RecordBatchTooLargeError) as too_large_for_a_segment:
+        open_log(tmp_path, name="topic-1", segment_bytes=2 * len(data) - 1).append(data + data)
+    assert too_large_for_a_segment.value.error_code == ErrorCode.RECORD_LIST_TOO_LARGE
+    flipped = bytearray(data)
+    flipped[-1] ^= 1
+    with pytest.raises(CorruptRecordError) as corrupt:
+        open_log(tmp_path, name="topic-2").append(flipped)
+    assert corrupt.value.error_code == ErrorCode.CORRUPT_MESSAGE
+
+
+def test_the_replication_origin_is_a_follower_append(tmp_path):
+    log = open_log(tmp_path)
+    info = log.append(batch([1, 2], base_offset=5, epoch=4), origin="replication", leader_epoch=9)
+    assert (info.first_offset, info.last_offset, info.duplicate, log.log_end_offset) == (5, 6, False, 7)
+    assert [(b.base_offset, b.partition_leader_epoch) for b in log_batches(log)] == [(5, 4)]
+    with pytest.raises(ValueError):
+        log.append(batch([3]), origin="somewhere")
+
+
+def test_a_client_append_must_start_at_offset_0_but_the_coordinators_need_not(tmp_path):
+    log = open_log(tmp_path)
+    with pytest.raises(KcliError, match="should be 0, but it is 3") as caught:
+        log.append(batch([1], base_offset=3))
+    assert caught.value.error_code == ErrorCode.INVALID_RECORD
+    assert log.append(batch([1], base_offset=3), origin="coordinator").first_offset == 0
 
 
 # -- reading -------------------------------------------------------------------------------------------

@@ -12,11 +12,14 @@ from hypothesis import strategies as st
 
 from kcli.errors import CorruptCheckpointError
 from kcli.storage.producer_state import (
+    BatchMetadata,
     ProducerSnapshotEntry,
+    ProducerStateEntry,
     decode_producer_snapshot,
     encode_producer_snapshot,
     format_snapshot_entry,
     offset_from_snapshot_name,
+    in_sequence,
     read_producer_snapshot,
     snapshot_file_name,
     write_producer_snapshot,
@@ -103,6 +106,29 @@ def test_first_sequence(last_sequence, offset_delta, first_sequence):
         producer_id=1, epoch=0, last_sequence=last_sequence, last_offset=10, offset_delta=offset_delta, timestamp=0, coordinator_epoch=0
     )
     assert entry.first_sequence == first_sequence
+
+
+@pytest.mark.parametrize(
+    ("last_sequence", "offset_delta", "first_sequence"),
+    [(9, 4, 5), (0, 0, 0), (2, 5, 2**31 - 3), (2**31 - 1, 2**31 - 1, 0)],
+)
+def test_the_tables_batch_metadata_wraps_sequences_as_the_snapshot_entry_does(last_sequence, offset_delta, first_sequence):
+    assert BatchMetadata(last_sequence, 10, offset_delta, 0).first_seq == first_sequence
+    entry = ProducerStateEntry(1, 0, batches=[BatchMetadata(last_sequence, 10, offset_delta, 0)])
+    assert entry.to_snapshot_entry().first_sequence == first_sequence
+
+
+def test_in_sequence_wraps_at_int_max():
+    assert in_sequence(4, 5) and in_sequence(2**31 - 1, 0) and in_sequence(-1, 0)
+    assert not in_sequence(4, 6) and not in_sequence(2**31 - 2, 0) and not in_sequence(5, 5)
+
+
+def test_a_snapshot_entry_without_batch_metadata_loads_as_an_entry_without_batches():
+    entry = ProducerStateEntry.from_snapshot_entry(
+        ProducerSnapshotEntry(producer_id=3, epoch=2, last_sequence=-1, last_offset=-1, offset_delta=0, timestamp=77, coordinator_epoch=5)
+    )
+    assert (entry.is_empty, entry.last_seq, entry.last_timestamp, entry.coordinator_epoch) == (True, -1, 77, 5)
+    assert entry.to_snapshot_entry().last_offset == -1
 
 
 def test_snapshot_file_names():

@@ -1,0 +1,475 @@
+"""Checks on the batches a leader is about to append, and their offsets (Kafka's LogValidator).
+
+What a Produce request (or a coordinator) hands to ``Log.append`` for one partition goes through
+``validate_and_assign_offsets`` before a byte is written:
+
+1. each batch's frame: size fields, magic 2, base offset 0 from a client, size within
+   ``max.message.bytes``, CRC-32C;
+2. from a client, the header's promises: a positive record count matching the offset range, no
+   control batch, a sequence when there is a producer id;
+3. the records: length prefixes that lead from the first record exactly to the end of the batch,
+   offset deltas 0..n-1 in order and, where the topic asks for it, a key on every record of a
+   compacted topic and CreateTime timestamps within ``message.timestamp.before/after.max.ms``;
+4. offsets from the log end, the partition leader epoch and, on a LogAppendTime topic, the append
+   time are written into the batch in place; a batch whose codec differs from the topic's
+   ``compression.type`` is rebuilt with the topic's codec instead.
+
+Step 3 is the only one that reads past the 61-byte header. An uncompressed batch is walked from
+length prefix to length prefix, its offset deltas compared as bytes with their expected encoding,
+unless keys or timestamps must be seen; a compressed batch is decompressed once and decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from kcli.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KcliError
+from kcli.storage.compression import CompressionType
+from kcli.storage.log_config import COMPACT, LOG_APPEND_TIME, LogConfig
+from kcli.storage.producer_state import AppendOrigin
+from kcli.storage.records import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    NewRecord,
+    RecordBatch,
+    RecordFields,
+    TimestampType,
+    build_batch,
+    check_batch_size,
+    decode_record_fields,
+    peek_batch_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from kcli.storage.varint import decode_varint, encode_varint
+
+LONG_MAX = 2**63 - 1
+# A record's body holds at least attributes, timestamp delta, offset delta, key length, value
+# length and header count: one byte each.
+_MIN_RECORD_BODY = 6
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+class RecordTooLargeError(InvalidRecordError):
+    """A batch larger than ``max.message.bytes`` (Kafka's RecordTooLargeException)."""
+
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class RecordBatchTooLargeError(InvalidRecordError):
+    """A record set larger than a whole segment (Kafka's RecordBatchTooLargeException)."""
+
+    error_code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+class UnsupportedMagicError(InvalidRecordError, CorruptRecordError):
+    """A batch that is not a magic-2 RecordBatch, which a leader no longer accepts.
+
+    It answers INVALID_RECORD as Kafka's request check does, and is also a CorruptRecordError:
+    for the log these bytes are not a batch it can store.
+    """
+
+    error_code = ErrorCode.INVALID_RECORD
+
+
+class RecordError(NamedTuple):
+    """One rejected record: its index in its batch and why (a Produce response's RecordError)."""
+
+    batch_index: int
+    message: str
+
+
+class InvalidRecordsError(InvalidRecordError):
+    """Records of a batch that break a topic rule; ``record_errors`` lists each of them."""
+
+    def __init__(self, message: str, record_errors: Sequence[RecordError] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = tuple(record_errors)
+
+
+class InvalidTimestampError(KcliError):
+    """Records whose timestamps the topic does not accept; ``record_errors`` lists each of them."""
+
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+    def __init__(self, message: str, record_errors: Sequence[RecordError] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = tuple(record_errors)
+
+
+# -- the rules a topic sets --------------------------------------------------------------------------
+
+
+class RecordRules(NamedTuple):
+    """The record-level rules of a topic at one moment ``now``."""
+
+    compacted: bool
+    log_append_time: bool
+    before_max_ms: int
+    after_max_ms: int
+    now: int
+
+    @classmethod
+    def for_config(cls, config: LogConfig, now: int) -> RecordRules:
+        # message.timestamp.difference.max.ms still applies to whichever bound is left at its default.
+        difference = getattr(config, "message_timestamp_difference_max_ms", LONG_MAX)
+        before = getattr(config, "message_timestamp_before_max_ms", LONG_MAX)
+        after = getattr(config, "message_timestamp_after_max_ms", LONG_MAX)
+        return cls(
+            compacted=COMPACT in config.cleanup_policy,
+            log_append_time=config.message_timestamp_type == LOG_APPEND_TIME,
+            before_max_ms=difference if before == LONG_MAX else before,
+            after_max_ms=difference if after == LONG_MAX else after,
+            now=now,
+        )
+
+    @property
+    def checks_timestamps(self) -> bool:
+        return not self.log_append_time and (self.before_max_ms < LONG_MAX or self.after_max_ms < LONG_MAX)
+
+    def needs_records(self, batch: RecordBatch) -> bool:
+        """Whether the batch's keys or timestamps must be read, not just its framing."""
+        return self.compacted or self.checks_timestamps or batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+
+
+def target_compression(topic_compression: str, source: CompressionType) -> CompressionType:
+    """The codec a batch is stored with: the producer's for ``producer``, else the topic's."""
+    if topic_compression == "producer":
+        return source
+    if topic_compression == "uncompressed":
+        return CompressionType.NONE
+    return CompressionType.from_name(topic_compression)
+
+
+# -- validation and offset assignment ----------------------------------------------------------------
+
+
+class ValidationResult(NamedTuple):
+    """What the leader appends: the records (the input patched in place, or rebuilt) and their offsets.
+
+    ``producer_batches`` are views of the batches that carry a producer id, over ``records``.
+    ``offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp.
+    """
+
+    records: bytes | bytearray | memoryview
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    shallow_count: int
+    record_count: int
+    producer_batches: list[RecordBatch]
+    recompressed: bool
+
+
+def validate_and_assign_offsets(
+    buffer: bytearray | memoryview,
+    *,
+    first_offset: int,
+    config: LogConfig,
+    partition: str,
+    now: int,
+    origin: AppendOrigin = AppendOrigin.CLIENT,
+    leader_epoch: int = -1,
+    log_append_time: int = -1,
+) -> ValidationResult:
+    """Check every batch of a leader's append and give it offsets from ``first_offset``.
+
+    ``buffer`` must be writable: batches kept as they are get their base offset, leader epoch and
+    (``log_append_time`` >= 0) append time written in place. Raises a KcliError whose
+    ``error_code`` is the answer for the whole append when anything is wrong.
+    """
+    view = memoryview(buffer)
+    n = len(view)
+    if n == 0:
+        raise CorruptRecordError("an append must hold at least one record batch")
+    append = _Append(view, _indexable(view), config, RecordRules.for_config(config, now), partition, origin, leader_epoch, log_append_time)
+    next_offset = first_offset
+    max_timestamp = offset_of_max_timestamp = NO_TIMESTAMP
+    shallow_count = record_count = 0
+    pieces: list[bytes | memoryview] = []
+    rebuilt = has_producer_ids = False
+    position = 0
+    while position < n:
+        batch = _read_batch(view, position, n, origin, partition, config.max_message_bytes)
+        piece, last_offset, batch_max_timestamp = append.place(batch, next_offset)
+        pieces.append(piece)
+        rebuilt = rebuilt or isinstance(piece, bytes)
+        if batch_max_timestamp > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = batch_max_timestamp, last_offset
+        has_producer_ids = has_producer_ids or batch.producer_id >= 0
+        next_offset = last_offset + 1
+        shallow_count += 1
+        record_count += batch.record_count
+        position += batch.size_in_bytes
+    if log_append_time >= 0:
+        max_timestamp, offset_of_max_timestamp = log_append_time, next_offset - 1
+    records: bytes | bytearray | memoryview = b"".join(pieces) if rebuilt else buffer
+    producer_batches = _batches_with_producer_ids(records) if has_producer_ids else []
+    return ValidationResult(
+        records, first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, log_append_time,
+        shallow_count, record_count, producer_batches, rebuilt,
+    )
+
+
+class _Append(NamedTuple):
+    """One append's buffer and settings, for the per-batch steps."""
+
+    view: memoryview
+    data: bytes | bytearray  # the same bytes, for the record walk
+    config: LogConfig
+    rules: RecordRules
+    partition: str
+    origin: AppendOrigin
+    leader_epoch: int
+    log_append_time: int
+
+    def place(self, batch: RecordBatch, base_offset: int) -> tuple[bytes | memoryview, int, int]:
+        """Check the batch's header and records and give it ``base_offset``: patched in place (a
+        view is returned) or rebuilt with the topic's codec (bytes are returned). Also returns its
+        last offset and max timestamp."""
+        if self.origin == AppendOrigin.CLIENT:
+            _check_client_batch(batch, self.partition)
+        codec = batch.compression
+        target = codec if batch.is_control else target_compression(self.config.compression_type, codec)
+        position, size = batch.position, batch.size_in_bytes
+        if codec == CompressionType.NONE and target == codec and not self.rules.needs_records(batch):
+            walk_records(self.data, position + RECORD_BATCH_OVERHEAD, position + size, batch.record_count)
+            fields = None
+        else:
+            fields = _decode_records(batch, self.partition)
+            _check_records(batch, fields, self.rules, self.partition)
+        if fields is not None and target != codec:
+            rebuilt = _rebuild(batch, fields, target, base_offset, self.leader_epoch, self.log_append_time)
+            if len(rebuilt) > self.config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"Message batch size is {len(rebuilt)} bytes in append to partition {self.partition} which exceeds the "
+                    f"maximum configured size of {self.config.max_message_bytes}."
+                )
+            return rebuilt, base_offset + len(fields) - 1, RecordBatch(rebuilt).max_timestamp
+        view = self.view
+        set_base_offset(view, position, base_offset)
+        set_partition_leader_epoch(view, position, self.leader_epoch)
+        if self.log_append_time >= 0:
+            set_log_append_time(view, position, self.log_append_time)
+        return view[position : position + size], base_offset + batch.last_offset_delta, batch.max_timestamp
+
+
+def _indexable(view: memoryview) -> bytes | bytearray:
+    """The bytes under ``view`` as an object with ``startswith``: the buffer itself when the view
+    covers all of it, else a copy."""
+    base = view.obj
+    if isinstance(base, (bytes, bytearray)) and len(base) == view.nbytes:
+        return base
+    return view.tobytes()
+
+
+def _read_batch(view: memoryview, position: int, n: int, origin: AppendOrigin, partition: str, max_message_bytes: int) -> RecordBatch:
+    """The batch at ``position`` once its frame, magic, base offset, size and CRC are checked, in Kafka's order."""
+    if n - position < HEADER_SIZE_UP_TO_MAGIC:
+        raise CorruptRecordError(f"batch header at position {position} of the append to {partition} is truncated", position)
+    base_offset, size, magic = peek_batch_header(view, position)
+    check_batch_size(size - LOG_OVERHEAD, position)
+    if position + size > n:
+        raise CorruptRecordError(f"record batch at position {position} of size {size} runs past the end of the append to {partition}", position)
+    if magic != 2:
+        raise UnsupportedMagicError(
+            f"Produce requests are only allowed to contain record batches with magic version 2, "
+            f"but the batch at position {position} in the append to {partition} has magic {magic}",
+            position,
+        )
+    if size < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordError(f"record batch at position {position} has size {size}, below the minimum {RECORD_BATCH_OVERHEAD}", position)
+    if origin == AppendOrigin.CLIENT and base_offset != 0:
+        raise InvalidRecordError(f"The baseOffset of the record batch in the append to {partition} should be 0, but it is {base_offset}")
+    if size > max_message_bytes:
+        raise RecordTooLargeError(
+            f"The record batch size in the append to {partition} is {size} bytes which exceeds the maximum configured value "
+            f"of {max_message_bytes} (max.message.bytes)."
+        )
+    batch = RecordBatch(view, position)
+    if batch.compute_checksum() != batch.crc:
+        raise CorruptRecordError(f"Record is corrupt (stored crc = {batch.crc}) in topic partition {partition}.", position)
+    if batch.record_count < 0:
+        raise CorruptRecordError(f"record batch at position {position} has a negative record count {batch.record_count}", position)
+    return batch
+
+
+def _check_client_batch(batch: RecordBatch, partition: str) -> None:
+    """What a client's batch header must say (Kafka's validateBatch for client appends)."""
+    count = batch.record_count
+    count_from_offsets = batch.last_offset_delta + 1
+    base, last = batch.base_offset, batch.last_offset
+    if count_from_offsets <= 0:
+        raise InvalidRecordError(f"Batch has an invalid offset range: [{base}, {last}] in topic partition {partition}")
+    if count <= 0:
+        raise InvalidRecordError(f"Invalid reported count for record batch: {count} in topic partition {partition}")
+    if count_from_offsets != count:
+        raise InvalidRecordError(f"Inconsistent batch offset range [{base}, {last}] and count of records {count} in topic partition {partition}")
+    if batch.is_control:
+        raise InvalidRecordError(f"Clients are not allowed to write control records in topic partition {partition}")
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        raise InvalidRecordError(
+            f"Invalid sequence number {batch.base_sequence} in record batch with producerId {batch.producer_id} in topic partition {partition}"
+        )
+
+
+# -- the records ------------------------------------------------------------------------------------
+
+_offset_delta_encodings: list[bytes] = []
+
+
+def _encoded_offset_deltas(count: int) -> list[bytes]:
+    """The varint encodings of 0..count-1, grown as larger batches come."""
+    table = _offset_delta_encodings
+    if len(table) < count:
+        table.extend(encode_varint(i) for i in range(len(table), max(count, 2 * len(table), 1024)))
+    return table
+
+
+def walk_records(data: bytes | bytearray, start: int, end: int, count: int) -> None:
+    """Check the framing of an uncompressed records section without decoding the records.
+
+    Each record's length prefix must lead to the next, the ``count`` records must end exactly at
+    ``end``, and record i must have offset delta i. Keys, values and headers are skipped. Raises
+    InvalidRecordError.
+    """
+    # Varints are inlined for their one- and two-byte forms; this loop runs once per record on the
+    # produce path.
+    deltas = _encoded_offset_deltas(count)
+    starts_with = data.startswith
+    pos = start
+    i = 0
+    try:
+        for i in range(count):
+            b = data[pos]
+            if b < 0x80:
+                p = pos + 1
+                length = (b >> 1) ^ -(b & 1)
+            elif data[pos + 1] < 0x80:
+                p = pos + 2
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+            else:
+                length, p = decode_varint(data, pos)
+            record_end = p + length
+            if length < _MIN_RECORD_BODY or record_end > end:
+                raise InvalidRecordError(f"record {i} of length {length} at position {pos} does not fit in its batch")
+            p += 1  # attributes
+            b = data[p]
+            if b < 0x80:
+                p += 1
+            elif data[p + 1] < 0x80:
+                p += 2
+            else:
+                _, p = decode_varint(data, p)
+            if not starts_with(deltas[i], p):
+                offset_delta, _ = decode_varint(data, p)
+                raise InvalidRecordError(f"record {i} of the batch has offset delta {offset_delta}; the deltas must run 0..{count - 1} in order")
+            pos = record_end
+    except (IndexError, CorruptRecordError):
+        raise InvalidRecordError(f"record {i} runs past the end of its batch") from None
+    if pos != end:
+        raise InvalidRecordError(f"Incorrect declared batch size, {end - pos} bytes remain after the {count} records of the batch")
+
+
+def _decode_records(batch: RecordBatch, partition: str) -> list[RecordFields]:
+    """Every record of the batch, decompressed once; offset deltas must run 0..n-1."""
+    section = batch.records_bytes()  # a codec failure stays a CorruptRecordError
+    try:
+        fields = decode_record_fields(section, batch.record_count)
+    except CorruptRecordError as exc:
+        raise InvalidRecordError(f"{exc} in topic partition {partition}") from None
+    for i, record in enumerate(fields):
+        if record[0] != i:
+            raise InvalidRecordError(
+                f"record {i} of the batch has offset delta {record[0]}; the deltas must run 0..{len(fields) - 1} in order "
+                f"in topic partition {partition}"
+            )
+    return fields
+
+
+def _check_records(batch: RecordBatch, fields: list[RecordFields], rules: RecordRules, partition: str) -> None:
+    """Keys on a compacted topic, then timestamps, record by record; all errors of the batch are
+    raised together, as INVALID_TIMESTAMP when any is a timestamp error."""
+    key_errors = rules.compacted
+    range_check = rules.checks_timestamps
+    producer_set_append_time = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if not (key_errors or range_check or producer_set_append_time):
+        return
+    create_time_topic = not rules.log_append_time
+    errors: list[RecordError] = []
+    timestamp_error = False
+    base_offset, base_timestamp = batch.base_offset, batch.base_timestamp
+    earliest, latest = rules.now - rules.before_max_ms, rules.now + rules.after_max_ms
+    for index, (offset_delta, timestamp_delta, key, _, _) in enumerate(fields):
+        if key_errors and key is None:
+            errors.append(RecordError(index, f"Compacted topic cannot accept message without key in topic partition {partition}."))
+            continue
+        timestamp = batch.max_timestamp if producer_set_append_time else base_timestamp + timestamp_delta
+        if create_time_topic and timestamp != NO_TIMESTAMP:
+            if range_check and (timestamp < earliest or timestamp > latest):
+                timestamp_error = True
+                errors.append(RecordError(
+                    index,
+                    f"Timestamp {timestamp} of message with offset {base_offset + offset_delta} is out of range. "
+                    f"The timestamp should be within [{earliest}, {latest}]",
+                ))
+        elif producer_set_append_time:
+            timestamp_error = True
+            errors.append(RecordError(
+                index,
+                f"Invalid timestamp type in message with offset {base_offset + offset_delta}. Producer should not set timestamp type to LogAppendTime.",
+            ))
+    if not errors:
+        return
+    if timestamp_error:
+        raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp", errors)
+    shown = ", ".join(f"RecordError(batchIndex={e.batch_index}, message='{e.message}')" for e in errors[:3])
+    raise InvalidRecordsError(
+        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing the first three errors at most: [{shown}]",
+        errors,
+    )
+
+
+def _rebuild(
+    batch: RecordBatch, fields: list[RecordFields], codec: CompressionType, base_offset: int, leader_epoch: int, log_append_time: int
+) -> bytes:
+    """The batch rewritten with ``codec``: same producer, sequence, transaction flag and records."""
+    producer_set_append_time = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    base_timestamp = batch.base_timestamp
+    records = [
+        NewRecord(key, value, batch.max_timestamp if producer_set_append_time else base_timestamp + timestamp_delta, headers, offset_delta)
+        for offset_delta, timestamp_delta, key, value, headers in fields
+    ]
+    return build_batch(
+        records,
+        base_offset=base_offset,
+        compression=codec,
+        timestamp_type=TimestampType.LOG_APPEND_TIME if log_append_time >= 0 else TimestampType.CREATE_TIME,
+        log_append_time=log_append_time if log_append_time >= 0 else None,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        partition_leader_epoch=leader_epoch,
+        transactional=batch.is_transactional,
+    )
+
+
+def _batches_with_producer_ids(records: bytes | bytearray | memoryview) -> list[RecordBatch]:
+    out = []
+    position = 0
+    n = len(records)
+    while position < n:
+        batch = RecordBatch(records, position)
+        if batch.producer_id >= 0:
+            out.append(batch)
+        position += batch.size_in_bytes
+    return out
