@@ -1,0 +1,1 @@
+"""The broker: network layer, request handlers, controller and cluster metadata."""

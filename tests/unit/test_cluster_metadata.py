@@ -1,0 +1,646 @@
+"""ClusterMetadata over the embedded tree: topics, partitions, configs, brokers; topic name rules."""
+
+from __future__ import annotations
+
+import random
+import re
+import uuid
+
+import pytest
+
+from kcli.broker.metadata import cluster as cluster_module
+from kcli.broker.metadata import embedded, topic_names
+from kcli.broker.metadata import zk_paths as zk
+from kcli.broker.metadata.cluster import (
+    ZERO_UUID,
+    ClusterMetadata,
+    TopicChangeKind,
+    assign_replicas_to_brokers,
+    random_uuid,
+)
+from kcli.broker.metadata.embedded import EmbeddedStore
+from kcli.broker.metadata.store import CreateOp, NodeExistsError
+from kcli.errors import ErrorCode, KafkaError
+from kcli.storage.checkpoints import topic_id_to_str
+
+BROKERS = [0, 1, 2]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with EmbeddedStore(tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def cluster(store):
+    metadata = ClusterMetadata(store, rng=random.Random(7))
+    metadata.start()
+    for broker in BROKERS:
+        metadata.register_broker(broker, [zk.Endpoint("PLAINTEXT", "localhost", 9092 + broker)])
+    metadata.become_controller(0)
+    yield metadata
+    metadata.close()
+
+
+def kafka_error(call, *args, **kwargs) -> KafkaError:
+    with pytest.raises(KafkaError) as caught:
+        call(*args, **kwargs)
+    return caught.value
+
+
+# -- topic names ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("", "the empty string is not allowed"),
+        (".", "'.' is not allowed"),
+        ("..", "'..' is not allowed"),
+        ("a" * 250, f"the length of '{'a' * 250}' is longer than the max allowed length 249"),
+        ("bad name", "'bad name' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+        ("caf\u00e9", "'caf\u00e9' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"),
+    ],
+)
+def test_illegal_topic_names(name, reason):
+    error = kafka_error(topic_names.validate, name)
+    assert error.error_code is ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert str(error) == f"Topic name is invalid: {reason}"
+
+
+@pytest.mark.parametrize("name", ["a", "a" * 249, "Orders.v1_x-2", "...", "__consumer_offsets"])
+def test_legal_topic_names(name):
+    topic_names.validate(name)
+    assert topic_names.is_valid(name)
+
+
+def test_length_counts_java_characters():
+    # 124 astral characters are 248 UTF-16 units plus "ab" -> 250: too long for Kafka.
+    assert "longer than the max allowed length" in topic_names.invalid_reason("\U0001f600" * 124 + "ab")
+
+
+def test_collision_rules():
+    assert topic_names.has_collision_chars("a.b") and topic_names.has_collision_chars("a_b")
+    assert not topic_names.has_collision_chars("a-b")
+    assert topic_names.unify_collision_chars("a.b_c.d") == "a_b_c_d"
+    assert topic_names.has_collision("a.b", "a_b")
+    assert topic_names.colliding_topics("a.b", ["a_b", "a.b", "x", "a__b"]) == ["a_b"]
+    assert topic_names.colliding_topics("ab", ["ab"]) == []
+
+
+def test_internal_topics():
+    assert topic_names.is_internal("__consumer_offsets")
+    assert topic_names.is_internal("__transaction_state")
+    assert not topic_names.is_internal("__cluster_metadata")
+    assert not topic_names.is_internal("orders")
+
+
+# -- replica placement ----------------------------------------------------------------------------
+
+
+def test_placement_follows_kafkas_documented_example():
+    # AdminUtils' javadoc: five brokers, ten partitions, three replicas, starting at broker 0.
+    placed = assign_replicas_to_brokers([0, 1, 2, 3, 4], 10, 3, start_index=0)
+    first_replicas = [placed[p][0] for p in range(10)]
+    assert first_replicas == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]
+    second_replica_row1 = [p for broker in range(5) for p in range(5) if placed[p][1] == broker]
+    assert second_replica_row1 == [4, 0, 1, 2, 3]
+    second_replica_row2 = [p for broker in range(5) for p in range(5, 10) if placed[p][1] == broker]
+    assert second_replica_row2 == [8, 9, 5, 6, 7]
+    third_replica_row1 = [p for broker in range(5) for p in range(5) if placed[p][2] == broker]
+    assert third_replica_row1 == [3, 4, 0, 1, 2]
+
+
+def test_random_placement_spreads_leaders_and_never_repeats_a_broker():
+    placed = assign_replicas_to_brokers([10, 20, 30], 30, 3, rng=random.Random(1))
+    leaders = [replicas[0] for replicas in placed.values()]
+    assert {broker: leaders.count(broker) for broker in (10, 20, 30)} == {10: 10, 20: 10, 30: 10}
+    assert all(len(set(replicas)) == 3 for replicas in placed.values())
+
+
+def test_random_uuid_is_never_reserved_or_dash_led():
+    for _ in range(200):
+        value = random_uuid()
+        assert value not in (uuid.UUID(int=0), uuid.UUID(int=1))
+        assert not topic_id_to_str(value).startswith("-")
+
+
+# -- cluster id, brokers, controller --------------------------------------------------------------
+
+
+def test_cluster_id_is_created_once_and_survives_a_restart(tmp_path):
+    with EmbeddedStore(tmp_path) as store:
+        first = ClusterMetadata(store).get_or_create_cluster_id()
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", first)
+        assert ClusterMetadata(store).get_or_create_cluster_id() == first
+        assert zk.decode_cluster_id(store.get("/cluster/id")[0]) == first
+    with EmbeddedStore(tmp_path) as store:
+        assert ClusterMetadata(store).get_or_create_cluster_id() == first
+
+
+def test_broker_registration_is_ephemeral_and_unique(cluster, store):
+    assert cluster.registered_brokers() == BROKERS
+    data, stat = store.get("/brokers/ids/1")
+    assert stat.ephemeral_owner == store.session_id
+    registration = zk.decode_broker_registration(data, 1)
+    assert registration.endpoints == (zk.Endpoint("PLAINTEXT", "localhost", 9093),)
+    assert cluster.broker_registration(1) == registration
+    with pytest.raises(NodeExistsError, match="Broker id 1 is already registered"):
+        cluster.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
+
+
+def test_controller_epoch_grows_with_each_election(tmp_path):
+    with EmbeddedStore(tmp_path) as store:
+        cluster = ClusterMetadata(store)
+        cluster.start()
+        assert cluster.controller_id() is None
+        assert cluster.become_controller(5) == 1
+        assert cluster.controller_id() == 5
+        assert store.get("/controller_epoch")[0] == b"1"
+        assert zk.decode_controller(store.get("/controller")[0]).kraft_controller_epoch == -1
+        assert store.get("/controller")[1].ephemeral_owner == store.session_id
+        error = kafka_error(ClusterMetadata(store).become_controller, 6)
+        assert error.error_code is ErrorCode.NOT_CONTROLLER
+    with EmbeddedStore(tmp_path) as store:
+        assert ClusterMetadata(store).become_controller(5) == 2
+
+
+def test_start_creates_kafkas_persistent_paths(cluster, store):
+    for path in zk.PERSISTENT_PATHS:
+        assert store.exists(path) is not None
+
+
+# -- create topics --------------------------------------------------------------------------------
+
+
+def test_create_topic_writes_kafkas_znodes(cluster, store):
+    topic = cluster.create_topic("orders", 3, 2, configs={"cleanup.policy": "compact"})
+    assert topic.topic_id != ZERO_UUID
+    assert sorted(topic.partitions) == [0, 1, 2]
+    assignment = zk.decode_topic_assignment(store.get("/brokers/topics/orders")[0])
+    assert assignment.topic_id == topic.topic_id
+    for partition, state in topic.partitions.items():
+        assert len(state.replicas) == 2 and len(set(state.replicas)) == 2
+        assert set(state.replicas) <= set(BROKERS)
+        assert assignment.partitions[partition] == state.replicas
+        assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (
+            state.replicas[0],
+            state.replicas,
+            0,
+            0,
+        )
+        written = zk.decode_leader_and_isr(store.get(zk.partition_state_path("orders", partition))[0])
+        assert written == zk.LeaderAndIsr(state.replicas[0], 0, state.replicas, controller_epoch=1)
+    assert store.get("/config/topics/orders")[0] == b'{"version":1,"config":{"cleanup.policy":"compact"}}'
+    assert cluster.topic("orders") == topic
+    assert cluster.topic_by_id(topic.topic_id) == topic
+    assert topic.replication_factor == 2
+
+
+def test_create_topic_writes_an_empty_config_znode(cluster, store):
+    cluster.create_topic("plain", 1, 1)
+    assert store.get("/config/topics/plain")[0] == b'{"version":1,"config":{}}'
+
+
+def test_minus_one_means_the_broker_defaults(store):
+    cluster = ClusterMetadata(store, default_num_partitions=4, default_replication_factor=2)
+    cluster.start()
+    topic = cluster.create_topic("t", -1, -1, live_brokers=[1, 2, 3])
+    assert len(topic.partitions) == 4
+    assert all(len(state.replicas) == 2 for state in topic.partitions.values())
+
+
+def test_a_thousand_partitions_are_one_file_write(cluster, monkeypatch):
+    writes = []
+    real_write = embedded.write_atomically
+
+    def counting(path, data):
+        writes.append(path)
+        real_write(path, data)
+
+    monkeypatch.setattr(embedded, "write_atomically", counting)
+    topic = cluster.create_topic("big", 1000, 3)
+    assert len(writes) == 1
+    assert len(cluster.topic("big").partitions) == 1000 == len(topic.partitions)
+
+
+def test_validate_only_writes_nothing(cluster, store):
+    topic = cluster.create_topic("dry", 2, 1, validate_only=True)
+    assert len(topic.partitions) == 2
+    assert store.exists("/brokers/topics/dry") is None
+    assert store.exists("/config/topics/dry") is None
+    assert cluster.topic("dry") is None
+
+
+def test_manual_assignment(cluster):
+    topic = cluster.create_topic("manual", assignment={0: [2, 1], 1: [1, 0]})
+    assert topic.partitions[0].replicas == (2, 1) and topic.partitions[0].leader == 2
+    assert topic.partitions[1].replicas == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code", "message"),
+    [
+        ({"name": "bad name"}, ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: 'bad name' contains"),
+        (
+            {"name": "__cluster_metadata"},
+            ErrorCode.INVALID_REQUEST,
+            "Creation of internal topic __cluster_metadata is prohibited.",
+        ),
+        (
+            {"replication_factor": 0},
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ),
+        (
+            {"replication_factor": -2},
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1",
+        ),
+        (
+            {"num_partitions": 0},
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        ),
+        (
+            {"num_partitions": -5},
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        ),
+        (
+            {"replication_factor": 4},
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
+            "because only 3 broker(s) are registered.",
+        ),
+        (
+            {"live_brokers": []},
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Unable to replicate the partition 1 time(s): All brokers are currently fenced.",
+        ),
+        (
+            {"configs": {"a": None, "b": "1", "c": None}},
+            ErrorCode.INVALID_CONFIG,
+            "Null value not supported for topic configs: a,c",
+        ),
+        (
+            {"assignment": {0: [1]}, "replication_factor": 1},
+            ErrorCode.INVALID_REQUEST,
+            "A manual partition assignment was specified, but replication factor was not set to -1.",
+        ),
+        (
+            {"assignment": {0: [1]}, "num_partitions": 1},
+            ErrorCode.INVALID_REQUEST,
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        ),
+        (
+            {"assignment": {0: []}},
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.",
+        ),
+        (
+            {"assignment": {0: [1, 1]}},
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes the broker 1 more than once.",
+        ),
+        (
+            {"assignment": {0: [1, 9]}},
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes broker 9, but no such broker is registered.",
+        ),
+        (
+            {"assignment": {0: [1, 2], 1: [0]}},
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent "
+            "with previous partitions, which have 2 replica(s).",
+        ),
+        (
+            {"assignment": {0: [1], 2: [0]}},
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "partitions should be a consecutive 0-based integer sequence",
+        ),
+    ],
+)
+def test_create_topic_refusals(cluster, store, kwargs, code, message):
+    arguments = {"name": "t", "num_partitions": 1, "replication_factor": 1}
+    if "assignment" in kwargs:
+        arguments.update(num_partitions=-1, replication_factor=-1)
+    arguments.update(kwargs)
+    error = kafka_error(cluster.create_topic, **arguments)
+    assert error.error_code is code
+    assert str(error).startswith(message)
+    assert store.get_children("/brokers/topics") == []
+
+
+def test_existing_topic(cluster):
+    cluster.create_topic("orders", 1, 1)
+    error = kafka_error(cluster.create_topic, "orders", 1, 1)
+    assert (error.error_code, str(error)) == (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'orders' already exists.")
+
+
+def test_colliding_topic(cluster):
+    cluster.create_topic("a_b", 1, 1)
+    error = kafka_error(cluster.create_topic, "a.b", 1, 1)
+    assert error.error_code is ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert str(error) == "Topic 'a.b' collides with existing topic: a_b"
+
+
+def test_config_validator_can_refuse(cluster, store):
+    def validator(configs):
+        if "bogus" in configs:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, "Unknown topic config name: bogus")
+
+    error = kafka_error(cluster.create_topic, "t", 1, 1, configs={"bogus": "1"}, config_validator=validator)
+    assert str(error) == "Unknown topic config name: bogus"
+    assert store.exists("/brokers/topics/t") is None
+    cluster.create_topic("t", 1, 1, configs={"retention.ms": "5"}, config_validator=validator)
+
+
+# -- delete topics --------------------------------------------------------------------------------
+
+
+def test_delete_topic_by_name_removes_every_znode(cluster, store):
+    cluster.create_topic("orders", 3, 2, configs={"retention.ms": "1"})
+    deleted = cluster.delete_topic("orders")
+    assert deleted.name == "orders"
+    assert store.exists("/brokers/topics/orders") is None
+    assert store.exists("/config/topics/orders") is None
+    assert cluster.topic("orders") is None and cluster.topic_by_id(deleted.topic_id) is None
+
+
+def test_delete_topic_by_id(cluster):
+    topic = cluster.create_topic("orders", 1, 1)
+    assert cluster.delete_topic(topic_id=topic.topic_id).name == "orders"
+    assert cluster.topics() == {}
+
+
+def test_internal_topics_can_be_deleted_as_on_a_kafka_broker(cluster):
+    cluster.create_topic("__consumer_offsets", 1, 1)
+    cluster.delete_topic("__consumer_offsets")
+    assert cluster.topic("__consumer_offsets") is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code", "message"),
+    [
+        ({"name": "missing"}, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message),
+        ({"topic_id": uuid.UUID(int=99)}, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_ID.message),
+        (
+            {"topic_id": uuid.UUID(int=0)},
+            ErrorCode.INVALID_REQUEST,
+            "Attempt to find topic with invalid topicId AAAAAAAAAAAAAAAAAAAAAA",
+        ),
+        ({}, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified."),
+        (
+            {"name": "x", "topic_id": uuid.UUID(int=5)},
+            ErrorCode.INVALID_REQUEST,
+            "You may not specify both topic name and topic id.",
+        ),
+    ],
+)
+def test_delete_topic_refusals(cluster, kwargs, code, message):
+    error = kafka_error(cluster.delete_topic, **kwargs)
+    assert (error.error_code, str(error)) == (code, message)
+
+
+# -- create partitions ----------------------------------------------------------------------------
+
+
+def test_create_partitions_grows_the_topic(cluster, store):
+    before = cluster.create_topic("orders", 2, 2)
+    grown = cluster.create_partitions("orders", 5)
+    assert sorted(grown.partitions) == [0, 1, 2, 3, 4]
+    assert grown.partitions[0] == before.partitions[0]
+    for partition in (2, 3, 4):
+        state = grown.partitions[partition]
+        assert len(set(state.replicas)) == 2 and state.leader == state.replicas[0]
+        assert store.exists(zk.partition_state_path("orders", partition)) is not None
+    assignment = zk.decode_topic_assignment(store.get("/brokers/topics/orders")[0])
+    assert sorted(assignment.partitions) == [0, 1, 2, 3, 4]
+    assert assignment.topic_id == before.topic_id
+    assert cluster.topic("orders") == grown
+
+
+def test_new_partitions_continue_round_robin_from_partition_0(cluster):
+    cluster.create_topic("t", assignment={0: [1, 2]})
+    grown = cluster.create_partitions("t", 4)
+    # ZooKeeper-mode placement starts at partition 0's leader, continuing the partition count.
+    assert [grown.partitions[p].replicas for p in (1, 2, 3)] == [(2, 1), (0, 2), (1, 2)]
+
+
+def test_create_partitions_with_assignment(cluster):
+    cluster.create_topic("t", 1, 2)
+    grown = cluster.create_partitions("t", 3, [[2, 0], [0, 1]])
+    assert grown.partitions[1].replicas == (2, 0) and grown.partitions[2].replicas == (0, 1)
+
+
+def test_create_partitions_validate_only(cluster, store):
+    cluster.create_topic("t", 1, 1)
+    grown = cluster.create_partitions("t", 3, validate_only=True)
+    assert len(grown.partitions) == 3
+    assert len(cluster.topic("t").partitions) == 1
+    assert store.exists(zk.partition_state_path("t", 1)) is None
+
+
+@pytest.mark.parametrize(
+    ("total", "assignment", "code", "message"),
+    [
+        (
+            1, None,
+            ErrorCode.INVALID_PARTITIONS,
+            "Topic currently has 2 partitions, which is higher than the requested 1.",
+        ),
+        (2, None, ErrorCode.INVALID_PARTITIONS, "Topic already has 2 partitions."),
+        (
+            4, [[0, 1]],
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "Increasing the number of partitions by 2 but 1 assignments provided.",
+        ),
+        (3, [[0, 7]], ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica assignment: 7."),
+        (
+            3, [[0, 0]],
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "Duplicate brokers not allowed in replica assignment: 0, 0 for partition id 2.",
+        ),
+        (3, [[]], ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Cannot have replication factor of 0 for partition id 2."),
+        (
+            4,
+            [[0, 1], [0]],
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "Inconsistent replication factor between partitions, partition 0 has 2 while partitions [3] have "
+            "replication factors [1], respectively.",
+        ),
+    ],
+)
+def test_create_partitions_refusals(cluster, total, assignment, code, message):
+    cluster.create_topic("t", 2, 2)
+    error = kafka_error(cluster.create_partitions, "t", total, assignment)
+    assert (error.error_code, str(error)) == (code, message)
+    assert len(cluster.topic("t").partitions) == 2
+
+
+def test_create_partitions_of_unknown_topic(cluster):
+    error = kafka_error(cluster.create_partitions, "nope", 3)
+    assert (error.error_code, str(error)) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist.")
+
+
+def test_create_partitions_needs_enough_brokers(cluster):
+    cluster.create_topic("t", 1, 3)
+    error = kafka_error(cluster.create_partitions, "t", 2, live_brokers=[0, 1])
+    assert str(error) == "Replication factor: 3 larger than available brokers: 2."
+
+
+def test_create_partitions_during_reassignment(cluster, store):
+    topic = cluster.create_topic("t", 1, 1)
+    moving = zk.TopicAssignment({0: (0, 1)}, topic.topic_id, adding_replicas={0: (1,)})
+    store.set("/brokers/topics/t", zk.encode_topic_assignment(moving))
+    assert cluster.topic("t").partitions[0].adding_replicas == (1,)
+    error = kafka_error(cluster.create_partitions, "t", 2)
+    assert error.error_code is ErrorCode.REASSIGNMENT_IN_PROGRESS
+    assert str(error) == "A partition reassignment is in progress for the topic 't'."
+
+
+# -- configs --------------------------------------------------------------------------------------
+
+
+def test_set_topic_configs_writes_config_and_change_notification(cluster, store):
+    cluster.create_topic("t", 1, 1, configs={"retention.ms": "1"})
+    updated = cluster.set_topic_configs("t", {"cleanup.policy": "compact"})
+    assert updated.configs == {"cleanup.policy": "compact"} == cluster.topic("t").configs
+    assert zk.decode_entity_config(store.get("/config/topics/t")[0]) == {"cleanup.policy": "compact"}
+    [change] = store.get_children("/config/changes")
+    assert re.fullmatch(r"config_change_\d{10}", change)
+    assert zk.decode_config_change(store.get(f"/config/changes/{change}")[0]) == "topics/t"
+
+
+def test_set_topic_configs_of_unknown_topic(cluster):
+    error = kafka_error(cluster.set_topic_configs, "nope", {})
+    assert (error.error_code, str(error)) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist.")
+
+
+def test_broker_configs_per_broker_and_default(cluster, store):
+    cluster.set_broker_configs(None, {"log.retention.ms": "100"})
+    cluster.set_broker_configs(1, {"log.cleaner.threads": "2"})
+    assert cluster.broker_configs(None) == {"log.retention.ms": "100"}
+    assert cluster.broker_configs(1) == {"log.cleaner.threads": "2"}
+    assert cluster.broker_configs(2) == {}
+    assert store.exists("/config/brokers/<default>") is not None
+    changes = store.get_children("/config/changes")
+    paths = sorted(zk.decode_config_change(store.get(f"/config/changes/{change}")[0]) for change in changes)
+    assert paths == ["brokers/1", "brokers/<default>"]
+
+
+def test_expired_config_change_notifications_are_purged(cluster, store, monkeypatch):
+    old = store.create(zk.config_change_path(), zk.encode_config_change("topics/x"), sequence=True)
+    sixteen_minutes_later = store.get(old)[1].ctime + 16 * 60 * 1000
+    monkeypatch.setattr(cluster_module, "_now_ms", lambda: sixteen_minutes_later)
+    cluster.set_broker_configs(0, {"a": "b"})
+    children = store.get_children("/config/changes")
+    assert old.rsplit("/", 1)[1] not in children and len(children) == 1
+
+
+# -- partition state ------------------------------------------------------------------------------
+
+
+def test_leader_change_bumps_leader_and_partition_epochs(cluster, store):
+    cluster.create_topic("t", assignment={0: [0, 1, 2]})
+    state = cluster.update_partition_state("t", 0, leader=1, isr=[1, 2])
+    assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (1, (1, 2), 1, 1)
+    written = zk.decode_leader_and_isr(store.get(zk.partition_state_path("t", 0))[0])
+    assert written == zk.LeaderAndIsr(1, 1, (1, 2), controller_epoch=1)
+    state = cluster.update_partition_state("t", 0, isr=[1, 2, 0])
+    assert (state.leader_epoch, state.partition_epoch, state.isr) == (1, 2, (1, 2, 0))
+    assert cluster.topic("t").partitions[0] == state
+
+
+def test_stale_partition_epoch_is_refused(cluster):
+    cluster.create_topic("t", 1, 1)
+    cluster.update_partition_state("t", 0, isr=[0], expected_partition_epoch=0)
+    error = kafka_error(cluster.update_partition_state, "t", 0, isr=[0], expected_partition_epoch=0)
+    assert error.error_code is ErrorCode.INVALID_UPDATE_VERSION
+
+
+def test_update_of_unknown_partition(cluster):
+    error = kafka_error(cluster.update_partition_state, "nope", 0, leader=1)
+    assert error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# -- cache, watch, listeners ----------------------------------------------------------------------
+
+
+def test_listeners_see_create_update_delete(cluster):
+    changes = []
+    remove = cluster.on_topic_change(changes.append)
+    topic = cluster.create_topic("t", 1, 1)
+    cluster.update_partition_state("t", 0, isr=[])
+    cluster.delete_topic("t")
+    remove()
+    cluster.create_topic("u", 1, 1)
+    assert [(c.kind, c.name) for c in changes] == [
+        (TopicChangeKind.CREATED, "t"),
+        (TopicChangeKind.UPDATED, "t"),
+        (TopicChangeKind.DELETED, "t"),
+    ]
+    assert changes[0].topic == topic and changes[2].previous.partitions[0].isr == ()
+
+
+def test_another_broker_on_the_same_tree_sees_changes(cluster, store):
+    other = ClusterMetadata(store)
+    other.start()
+    seen = []
+    other.on_topic_change(lambda change: seen.append((change.kind, change.name)))
+    topic = cluster.create_topic("t", 2, 1)
+    assert other.topic("t") == topic
+    cluster.set_topic_configs("t", {"retention.ms": "9"})
+    assert other.topic("t").configs == {"retention.ms": "9"}
+    cluster.delete_topic("t")
+    assert other.topic("t") is None
+    assert seen == [(TopicChangeKind.CREATED, "t"), (TopicChangeKind.UPDATED, "t"), (TopicChangeKind.DELETED, "t")]
+
+
+def test_cache_is_rebuilt_from_the_file_at_start(tmp_path):
+    with EmbeddedStore(tmp_path) as store:
+        cluster = ClusterMetadata(store)
+        cluster.start()
+        cluster.create_topic("a", 3, 1, live_brokers=[0])
+        cluster.create_topic("b", 1, 1, configs={"x": "y"}, live_brokers=[0])
+        before = cluster.topics()
+    with EmbeddedStore(tmp_path) as store:
+        cluster = ClusterMetadata(store)
+        cluster.start()
+        assert cluster.topics() == before
+
+
+def test_controller_completes_a_topic_written_by_a_zookeeper_era_tool(cluster, store):
+    # kafka-topics.sh --zookeeper writes the config and the assignment, nothing else.
+    store.multi(
+        [
+            CreateOp("/config/topics/legacy", zk.encode_entity_config({})),
+            CreateOp("/brokers/topics/legacy", b'{"version":1,"partitions":{"0":[2,1],"1":[9,0]}}'),
+        ]
+    )
+    topic = cluster.topic("legacy")
+    assert topic.topic_id != ZERO_UUID
+    assert zk.decode_topic_assignment(store.get("/brokers/topics/legacy")[0]).topic_id == topic.topic_id
+    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2, 1))
+    # Broker 9 is not live: partition 1 leads on the live replica.
+    assert (topic.partitions[1].leader, topic.partitions[1].isr) == (0, (0,))
+    assert store.exists(zk.partition_state_path("legacy", 1)) is not None
+
+
+def test_controller_carries_out_a_deletion_marked_by_a_tool(cluster, store):
+    cluster.create_topic("doomed", 2, 1)
+    store.create("/admin/delete_topics/doomed")
+    assert cluster.topic("doomed") is None
+    assert store.exists("/brokers/topics/doomed") is None
+    assert store.get_children("/admin/delete_topics") == []
+
+
+def test_topic_without_state_reads_as_leaderless_when_not_controller(store):
+    cluster = ClusterMetadata(store)
+    cluster.start()
+    store.create("/brokers/topics/raw", b'{"version":1,"partitions":{"0":[1]}}')
+    state = cluster.topic("raw").partitions[0]
+    assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (-1, (), -1, -1)
+    assert cluster.topic("raw").topic_id == ZERO_UUID
