@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcli.errors import KcliError
+from kcli.errors import ErrorCode, KafkaError
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -30,8 +31,52 @@ LOG_APPEND_TIME = "LogAppendTime"
 _INT, _LONG, _DOUBLE, _BOOLEAN, _STRING, _LIST = "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST"
 
 
-def _config(key: str, kind: str, default: Any, *, at_least: float | None = None, at_most: float | None = None, valid: tuple[str, ...] | None = None):
-    return field(default=default, metadata={"key": key, "kind": kind, "at_least": at_least, "at_most": at_most, "valid": valid})
+def _config(
+    key: str,
+    kind: str,
+    default: Any,
+    *,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    valid: tuple[str, ...] | None = None,
+    check: Callable[[str, Any], str | None] | None = None,
+):
+    """A topic config field; ``check(key, parsed)`` returns why a value is refused, or None."""
+    return field(default=default, metadata={"key": key, "kind": kind, "at_least": at_least, "at_most": at_most, "valid": valid, "check": check})
+
+
+def _gzip_level_problem(key: str, level: int) -> str | None:
+    if level > 9 or (level < 1 and level != -1):
+        return "Value must be between 1 and 9 or equal to -1"
+    return None
+
+
+def _throttled_replicas_problem(key: str, replicas: tuple[str, ...]) -> str | None:
+    if replicas == ("*",) or all(re.fullmatch(r"[0-9]+:[0-9]+", item) for item in replicas):
+        return None
+    return f"{key} must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+
+
+# Every version string Kafka 3.9's MetadataVersion knows, as "X.Y-IVn" and as its short "X.Y" form.
+# The value is the last interim version (IVn) of each release.
+_METADATA_VERSION_INTERIMS = {
+    "0.10.0": 1, "0.10.1": 2, "0.10.2": 0, "0.11.0": 2, "1.0": 0, "1.1": 0, "2.0": 1, "2.1": 2, "2.2": 1,
+    "2.3": 1, "2.4": 1, "2.5": 0, "2.6": 0, "2.7": 2, "2.8": 1, "3.0": 1, "3.1": 0, "3.2": 0, "3.3": 3,
+    "3.4": 0, "3.5": 2, "3.6": 2, "3.7": 4, "3.8": 0, "3.9": 0, "4.0": 1,
+}  # fmt: skip
+METADATA_VERSIONS = frozenset(
+    ["0.8.0", "0.8.1", "0.8.2", "0.9.0"]
+    + list(_METADATA_VERSION_INTERIMS)
+    + [f"{short}-IV{n}" for short, last in _METADATA_VERSION_INTERIMS.items() for n in range(last + 1)]
+)
+
+
+def metadata_version_problem(version: str) -> str | None:
+    """Why ``version`` is not a MetadataVersion Kafka accepts (``3.0``, ``3.0-IV1``, ``2.8.1``), or None."""
+    segments = version.split(".")
+    kept = 3 if version.startswith("0.") else 2
+    key = version if len(segments) <= kept else ".".join(segments[:kept])
+    return None if key in METADATA_VERSIONS else f"Version {version} is not a valid version"
 
 
 @dataclass(frozen=True)
@@ -57,25 +102,43 @@ class LogConfig:
     compression_type: str = _config(
         "compression.type", _STRING, "producer", valid=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
     )
+    compression_gzip_level: int = _config("compression.gzip.level", _INT, -1, check=_gzip_level_problem)
+    compression_lz4_level: int = _config("compression.lz4.level", _INT, 9, at_least=1, at_most=17)
+    compression_zstd_level: int = _config("compression.zstd.level", _INT, 3, at_least=-131072, at_most=22)
     preallocate: bool = _config("preallocate", _BOOLEAN, False)
+    message_format_version: str = _config(
+        "message.format.version", _STRING, "3.0-IV1", check=lambda key, version: metadata_version_problem(version)
+    )
     message_timestamp_type: str = _config("message.timestamp.type", _STRING, CREATE_TIME, valid=(CREATE_TIME, LOG_APPEND_TIME))
     message_timestamp_difference_max_ms: int = _config("message.timestamp.difference.max.ms", _LONG, LONG_MAX, at_least=0)
     message_timestamp_before_max_ms: int = _config("message.timestamp.before.max.ms", _LONG, LONG_MAX, at_least=0)
     message_timestamp_after_max_ms: int = _config("message.timestamp.after.max.ms", _LONG, LONG_MAX, at_least=0)
-    leader_replication_throttled_replicas: str = _config("leader.replication.throttled.replicas", _STRING, "")
-    follower_replication_throttled_replicas: str = _config("follower.replication.throttled.replicas", _STRING, "")
+    leader_replication_throttled_replicas: tuple[str, ...] = _config(
+        "leader.replication.throttled.replicas", _LIST, (), check=_throttled_replicas_problem
+    )
+    follower_replication_throttled_replicas: tuple[str, ...] = _config(
+        "follower.replication.throttled.replicas", _LIST, (), check=_throttled_replicas_problem
+    )
+    message_downconversion_enable: bool = _config("message.downconversion.enable", _BOOLEAN, True)
+    remote_storage_enable: bool = _config("remote.storage.enable", _BOOLEAN, False)
+    # -2: derive from retention.ms / retention.bytes (Kafka's convention for tiered storage).
+    local_retention_ms: int = _config("local.retention.ms", _LONG, -2, at_least=-2)
+    local_retention_bytes: int = _config("local.retention.bytes", _LONG, -2, at_least=-2)
+    remote_log_copy_disable: bool = _config("remote.log.copy.disable", _BOOLEAN, False)
+    remote_log_delete_on_disable: bool = _config("remote.log.delete.on.disable", _BOOLEAN, False)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], defaults: LogConfig | None = None) -> LogConfig:
         """``defaults`` (Kafka's defaults when None) overridden by topic configs given by key.
 
-        A key that is not a topic config or a value that does not parse raises KcliError naming it.
+        A key that is not a topic config or a value that does not parse raises KafkaError
+        (INVALID_CONFIG) naming it.
         """
         changes = {}
         for key, value in props.items():
             f = _FIELDS.get(key)
             if f is None:
-                raise KcliError(f"Unknown topic config name: {key}")
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
             changes[f.name] = _parse(key, value, f.metadata)
         return dataclasses.replace(defaults or cls(), **changes)
 
@@ -91,7 +154,7 @@ class LogConfig:
     def get(self, key: str) -> Any:
         f = _FIELDS.get(key)
         if f is None:
-            raise KcliError(f"Unknown topic config name: {key}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
         return getattr(self, f.name)
 
     @property
@@ -101,6 +164,21 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return COMPACT in self.cleanup_policy
+
+    @property
+    def effective_timestamp_before_max_ms(self) -> int:
+        """How far before the broker's clock a CreateTime may be; the deprecated difference key
+        still applies while ``message.timestamp.before.max.ms`` is at its default."""
+        if self.message_timestamp_before_max_ms != LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def effective_timestamp_after_max_ms(self) -> int:
+        """How far after the broker's clock a CreateTime may be (same fallback as the 'before' bound)."""
+        if self.message_timestamp_after_max_ms != LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
 
     def random_segment_jitter(self) -> int:
         """How much earlier than ``segment.ms`` a new segment rolls (Kafka's randomSegmentJitter)."""
@@ -113,8 +191,8 @@ _FIELDS = {f.metadata["key"]: f for f in dataclasses.fields(LogConfig)}
 TOPIC_CONFIG_KEYS = tuple(_FIELDS)
 
 
-def _invalid(key: str, value: str, why: str) -> KcliError:
-    return KcliError(f"Invalid value {value} for configuration {key}: {why}")
+def _invalid(key: str, value: str, why: str) -> KafkaError:
+    return KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: {why}")
 
 
 def _parse_number(key: str, value: str, kind: str) -> int:
@@ -146,8 +224,9 @@ def _parse(key: str, value: str, meta: Mapping[str, Any]) -> Any:
     elif kind == _LIST:
         parsed = tuple(item.strip() for item in value.split(",") if item.strip())
         for item in parsed:
-            if item not in meta["valid"]:
+            if meta["valid"] is not None and item not in meta["valid"]:
                 raise _invalid(key, value, f"String must be one of: {', '.join(meta['valid'])}")
+        _check(key, value, parsed, meta)
         return parsed
     else:
         parsed = value.strip()
@@ -157,7 +236,14 @@ def _parse(key: str, value: str, meta: Mapping[str, Any]) -> Any:
         raise _invalid(key, value, f"Value must be no more than {_format(meta['at_most'])}")
     if meta["valid"] is not None and parsed not in meta["valid"]:
         raise _invalid(key, value, f"String must be one of: {', '.join(meta['valid'])}")
+    _check(key, value, parsed, meta)
     return parsed
+
+
+def _check(key: str, value: str, parsed: Any, meta: Mapping[str, Any]) -> None:
+    problem = meta["check"](key, parsed) if meta["check"] is not None else None
+    if problem is not None:
+        raise _invalid(key, value, problem)
 
 
 def _format(value: Any) -> str:
@@ -199,13 +285,26 @@ _BROKER_SYNONYMS: dict[str, tuple[tuple[str, int, str], ...]] = {
     "min.insync.replicas": (("min.insync.replicas", 1, _INT),),
     "unclean.leader.election.enable": (("unclean.leader.election.enable", 1, _BOOLEAN),),
     "compression.type": (("compression.type", 1, _STRING),),
+    "compression.gzip.level": (("compression.gzip.level", 1, _INT),),
+    "compression.lz4.level": (("compression.lz4.level", 1, _INT),),
+    "compression.zstd.level": (("compression.zstd.level", 1, _INT),),
     "preallocate": (("log.preallocate", 1, _BOOLEAN),),
+    "message.format.version": (("log.message.format.version", 1, _STRING),),
     "message.timestamp.type": (("log.message.timestamp.type", 1, _STRING),),
     "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms", 1, _LONG),),
     "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms", 1, _LONG),),
     "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1, _LONG),),
+    "message.downconversion.enable": (("log.message.downconversion.enable", 1, _BOOLEAN),),
+    "local.retention.ms": (("log.local.retention.ms", 1, _LONG),),
+    "local.retention.bytes": (("log.local.retention.bytes", 1, _LONG),),
 }
+# Topic configs no broker key sets (Kafka's LogConfig.CONFIGS_WITH_NO_SERVER_DEFAULTS).
+TOPIC_KEYS_WITHOUT_BROKER_SYNONYM = tuple(key for key in _FIELDS if key not in _BROKER_SYNONYMS)
 BROKER_LOG_CONFIG_KEYS = tuple(key for synonyms in _BROKER_SYNONYMS.values() for key, _, _ in synonyms)
+# topic key -> its broker keys, highest precedence first (``retention.ms`` -> ms, minutes, hours).
+TOPIC_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    topic_key: tuple(key for key, _, _ in synonyms) for topic_key, synonyms in _BROKER_SYNONYMS.items()
+}
 
 
 def topic_properties_from_broker(props: Mapping[str, str]) -> dict[str, str]:
