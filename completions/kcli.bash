@@ -3,12 +3,23 @@ _kcli() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" i
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "$path/${COMP_WORDS[i]}" in
+            "/broker") path="broker" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
+            "broker/start") path="broker/start" ;;
         esac
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "dump-log-segments --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker dump-log-segments --version --help" -- "$cur")) ;;
+        "broker")
+            COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
+        "broker/start")
+            case "$prev" in
+                --config|-c) COMPREPLY=(); return ;;
+                --override) COMPREPLY=(); return ;;
+                --log-level) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--config -c --override --log-level --help" -- "$cur")) ;;
         "dump-log-segments")
             case "$prev" in
                 --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;

@@ -2,9 +2,20 @@
 complete -c kcli -f
 
 # kcli
+complete -c kcli -n '__fish_use_subcommand' -a broker -d 'Run a Kafka-compatible broker'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
+
+# broker
+complete -c kcli -n '__fish_seen_subcommand_from broker' -a start -d 'Start a broker in the foreground with an embedded metadata store (no ZooKeeper needed)'
+complete -c kcli -n '__fish_seen_subcommand_from broker' -l help -d 'Show this message and exit'
+
+# broker start
+complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l config -s c -x -d 'Kafka broker properties file (same as the argument)'
+complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l override -x -d 'Optional property that should override values set in server.properties file (key=value, repeatable)'
+complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l log-level -x -d 'Log level on stderr: DEBUG, INFO, WARN or ERROR'
+complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
 
 # dump-log-segments
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l files -r -F -d 'REQUIRED: The comma separated list of data and index log files to be dumped'

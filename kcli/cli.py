@@ -11,7 +11,7 @@ import sys
 import typer
 
 from kcli import __version__
-from kcli.tools import dump_log_segments
+from kcli.tools import broker, dump_log_segments
 
 app = typer.Typer(
     name="kcli",
@@ -36,6 +36,7 @@ def _root(
     """A Kafka toolbox: broker, on-disk format and Kafka's classic tools."""
 
 
+broker.register(app)
 dump_log_segments.register(app)
 
 

@@ -39,6 +39,8 @@ LOCK_FILE = ".lock"
 # The KRaft metadata log lives in a log dir but is not a partition log the manager owns.
 METADATA_TOPIC = "__cluster_metadata"
 
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000  # producer.id.expiration.ms
+
 TopicConfigs = Mapping[str, LogConfig] | Callable[[str], LogConfig | None]
 
 
@@ -49,6 +51,7 @@ class LogManager:
         default_config: LogConfig | None = None,
         topic_configs: TopicConfigs | None = None,
         *,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         if not log_dirs:
@@ -57,6 +60,7 @@ class LogManager:
         self.default_config = default_config or LogConfig()
         self._topic_configs = topic_configs
         self._clock = clock
+        self._producer_id_expiration_ms = producer_id_expiration_ms
         self._lock = threading.RLock()
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_locks: list[int] = []
@@ -118,6 +122,7 @@ class LogManager:
                 had_clean_shutdown=had_clean_shutdown,
                 log_start_offset=log_start_offsets.get(key, 0),
                 recovery_point=recovery_points.get(key, 0),
+                producer_id_expiration_ms=self._producer_id_expiration_ms,
                 clock=self._clock,
             )
         remove_clean_shutdown_marker(log_dir)
@@ -152,6 +157,7 @@ class LogManager:
                 config or self.config_for(topic),
                 had_clean_shutdown=True,
                 topic_id=topic_id,
+                producer_id_expiration_ms=self._producer_id_expiration_ms,
                 clock=self._clock,
             )
             self._logs[(topic, partition)] = created

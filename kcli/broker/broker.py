@@ -1,0 +1,257 @@
+"""One broker process: configuration, storage, metadata, the network, and their life cycle.
+
+Start-up: lock and load every ``log.dirs`` entry (recovering logs after a crash), check or write
+``meta.properties`` (broker id and cluster id, as a ZooKeeper-era broker writes it), open the
+metadata tree, become the controller (single-process mode), host every partition assigned to
+this broker, then listen. Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests
+finish, flush every log, write the checkpoints and the clean-shutdown marker.
+
+Periodic work runs off the event loop in a thread: flushing (``log.flush.scheduler.interval.ms``),
+retention (``log.retention.check.interval.ms``) and checkpoints
+(``log.flush.offset.checkpoint.interval.ms``, ``log.flush.start.offset.checkpoint.interval.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from pathlib import Path
+from typing import NamedTuple
+
+from kcli.broker import config_describer
+from kcli.broker.fetch_sessions import FetchSessionCache
+from kcli.broker.handlers import load_registry
+from kcli.broker.metadata import zk_paths
+from kcli.broker.metadata.cluster import ClusterMetadata, TopicChange, TopicInfo
+from kcli.broker.metadata.embedded import EmbeddedStore
+from kcli.broker.producer_ids import ProducerIdManager
+from kcli.broker.replica_manager import ReplicaManager
+from kcli.broker.server import Server
+from kcli.errors import KcliError
+from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
+from kcli.storage.log_config import LogConfig
+from kcli.storage.log_manager import LogManager
+
+log = logging.getLogger("kcli.broker")
+
+
+class BrokerAddress(NamedTuple):
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class Broker:
+    def __init__(self, config) -> None:
+        self.config = config
+        self.id: int = config.broker_id
+        self.cluster_id: str | None = None
+        self.registry = load_registry()
+        self.log_manager: LogManager | None = None
+        self.metadata: ClusterMetadata | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
+        self.server = Server(self, self.registry, max_request_size=config.get("socket.request.max.bytes"))
+        self.endpoints: list[tuple[str, str, int]] = []
+        self._default_log_config: LogConfig = config.log_config()
+        self._tasks: list[asyncio.Task] = []
+        self._stopped = asyncio.Event()
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(d) for d in self.config.log_dirs]
+
+    # -- start -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        store = EmbeddedStore(self.log_dirs[0])
+        self.metadata = ClusterMetadata(
+            store,
+            default_num_partitions=self.config.get("num.partitions"),
+            default_replication_factor=self.config.get("default.replication.factor"),
+        )
+        self.metadata.start()
+        self.cluster_id = self.metadata.get_or_create_cluster_id()
+        self._check_meta_properties()
+        self._default_log_config = self.effective_config().log_config()
+        self.log_manager = await loop.run_in_executor(
+            None, lambda: LogManager(
+                self.log_dirs,
+                self._default_log_config,
+                self.topic_log_config,
+                producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
+            )
+        )
+        self.replica_manager = ReplicaManager(self.id, self.log_manager)
+        self.producer_ids = ProducerIdManager(store, self.id)
+        self.metadata.become_controller(self.id)
+        for topic in self.metadata.topics().values():
+            self._host_topic(topic)
+        self.metadata.on_topic_change(self._on_topic_change)
+        for listener_name, host, port in self.config.listeners:
+            bound_host, bound_port = await self.server.listen(host, port)
+            log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
+            self.endpoints.append((listener_name, bound_host, bound_port))
+        endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
+        self.metadata.register_broker(self.id, endpoints, rack=self.config.get("broker.rack"))
+        self._schedule_periodic_work()
+        log.info("[KafkaServer id=%d] started", self.id)
+
+    def advertised_endpoints(self) -> list[tuple[str, str, int]]:
+        """(listener name, host, port) clients should use: advertised.listeners, ports as bound."""
+        advertised = self.config.advertised_listeners or self.config.listeners
+        bound = {name: (host, port) for name, host, port in self.endpoints}
+        result = []
+        for name, host, port in advertised:
+            bound_host, bound_port = bound.get(name, (host, port))
+            if not host:
+                host = bound_host if bound_host not in ("0.0.0.0", "::") else socket.getfqdn()  # Kafka's canonical host name
+            result.append((name, host, port or bound_port))
+        return result
+
+    def _check_meta_properties(self) -> None:
+        for log_dir in self.log_dirs:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            path = log_dir / META_PROPERTIES
+            try:
+                props = read_meta_properties(path)
+            except FileNotFoundError:
+                write_meta_properties(path, {"version": "0", "broker.id": str(self.id), "cluster.id": self.cluster_id})
+                continue
+            if props.get("cluster.id") not in (None, self.cluster_id):
+                raise KcliError(
+                    f"The Cluster ID {self.cluster_id} doesn't match stored clusterId {props.get('cluster.id')} in {path}. "
+                    "The broker is trying to join the wrong cluster. Configured zookeeper.connect may be wrong."
+                )
+            if props.get("broker.id") not in (None, str(self.id)):
+                raise KcliError(
+                    f"Configured broker.id {self.id} doesn't match stored broker.id {props.get('broker.id')} in {path}. "
+                    "If you moved your data, make sure your configured broker.id matches. If you intend to create a new broker, "
+                    "you should remove all data in your data directories (log.dirs)."
+                )
+
+    def live_brokers(self) -> list[BrokerAddress]:
+        """Every registered broker at its first advertised endpoint."""
+        result = []
+        for broker_id in self.metadata.registered_brokers():
+            registration = self.metadata.broker_registration(broker_id)
+            if registration is not None and registration.endpoints:
+                endpoint = registration.endpoints[0]
+                result.append(BrokerAddress(broker_id, endpoint.host, endpoint.port, registration.rack))
+        return result
+
+    def controller_id(self) -> int:
+        controller = self.metadata.controller_id()
+        return -1 if controller is None else controller
+
+    def auto_create_topic(self, name: str) -> TopicInfo:
+        topic = self.metadata.create_topic(name, config_validator=self.validate_topic_configs)
+        log.info("Auto-created topic %s with %d partition(s)", name, len(topic.partitions))
+        return topic
+
+    def validate_topic_configs(self, configs) -> None:
+        config_describer.validate_topic_configs(dict(configs), self.effective_config())
+
+    def effective_config(self):
+        """The static config with the dynamic layers (cluster defaults, then this broker's) applied."""
+        return self.config.with_dynamic(self.metadata.broker_configs(None), self.metadata.broker_configs(self.id))
+
+    def describe_topic_configs(self, name: str, overrides, keys=None, *, include_synonyms: bool = False, include_documentation: bool = False):
+        return config_describer.describe_topic_configs(
+            overrides,
+            self.config,
+            keys,
+            include_synonyms,
+            include_documentation,
+            dynamic=self.metadata.broker_configs(self.id),
+            dynamic_default=self.metadata.broker_configs(None),
+        )
+
+    def reload_dynamic_config(self) -> None:
+        """After a broker config change: new topic defaults for every hosted log."""
+        self._default_log_config = self.effective_config().log_config()
+        self.log_manager.default_config = self._default_log_config
+        for topic in {p.topic for p in self.replica_manager.partitions()}:
+            self.replica_manager.update_config(topic)
+
+    def topic_log_config(self, topic: str) -> LogConfig | None:
+        """The log config of ``topic``: the broker's defaults overridden by the topic's configs."""
+        if self.metadata is None:
+            return None
+        info = self.metadata.topic(topic)
+        if info is None or not info.configs:
+            return self._default_log_config
+        return LogConfig.from_properties(info.configs, self._default_log_config)
+
+    # -- topics ------------------------------------------------------------------------------------
+
+    def _host_topic(self, topic: TopicInfo) -> None:
+        for index, state in topic.partitions.items():
+            if self.id in state.replicas:
+                self.replica_manager.become_leader(
+                    topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
+                )
+
+    def _on_topic_change(self, change: TopicChange) -> None:
+        name, topic = change.name, change.topic
+        hosted = [p.index for p in self.replica_manager.partitions() if p.topic == name]
+        if topic is None:
+            self.replica_manager.stop_replicas(name, hosted, delete=True)
+            self.fetch_sessions.remove_topic(name)
+            return
+        self._host_topic(topic)
+        self.replica_manager.update_config(name)
+
+    # -- periodic work -----------------------------------------------------------------------------
+
+    def _schedule_periodic_work(self) -> None:
+        lm = self.log_manager
+        get = self.config.get
+        self._every(get("log.flush.scheduler.interval.ms"), lm.flush_dirty_logs)
+        self._every(get("log.retention.check.interval.ms"), lm.cleanup_logs)
+        self._every(get("log.flush.offset.checkpoint.interval.ms"), lm.checkpoint_recovery_points)
+        self._every(get("log.flush.start.offset.checkpoint.interval.ms"), lm.checkpoint_log_start_offsets)
+        self._every(get("producer.id.expiration.check.interval.ms"), self._expire_producers)
+
+    def _expire_producers(self) -> None:
+        for partition_log in self.log_manager.all_logs():
+            partition_log.remove_expired_producers()
+
+    def _every(self, interval_ms: int, work) -> None:
+        if interval_ms is None or interval_ms <= 0 or interval_ms >= 2**62:
+            return
+        self._tasks.append(asyncio.create_task(self._repeat(interval_ms / 1000, work)))
+
+    async def _repeat(self, interval: float, work) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await loop.run_in_executor(None, work)
+            except Exception:
+                log.exception("Periodic %s failed", getattr(work, "__name__", work))
+
+    # -- stop --------------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def shutdown(self, grace: float = 30.0) -> None:
+        log.info("[KafkaServer id=%d] shutting down", self.id)
+        self.server.stop_accepting()
+        await self.server.drain_and_close(grace)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.metadata is not None:
+            self.metadata.close()
+        if self.log_manager is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+        log.info("[KafkaServer id=%d] shut down completed", self.id)

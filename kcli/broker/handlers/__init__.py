@@ -1,0 +1,72 @@
+"""The API handler registry: one module per API, each declaring the versions it serves.
+
+A handler module has ``API_KEY``, ``VERSIONS`` (lowest, highest) and ``async def handle(ctx,
+request)``; its docstring opens with "Name: vLOW-vHIGH" and says how it behaves. ``handle`` takes
+the decoded kio request and returns one of:
+
+- a mapping of response fields, built into the request's response version (``messages.build``);
+- a ``RawResponse`` (Fetch: chunks of bytes and file ranges);
+- ``None``: no response at all (Produce with acks=0).
+
+ApiVersions answers from this registry, so the advertised ranges are the served ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+HANDLER_MODULES = (
+    "produce",
+    "fetch",
+    "list_offsets",
+    "metadata",
+    "api_versions",
+    "create_topics",
+    "delete_topics",
+    "create_partitions",
+    "describe_configs",
+    "alter_configs",
+    "incremental_alter_configs",
+    "delete_records",
+    "describe_cluster",
+    "describe_log_dirs",
+    "offset_for_leader_epoch",
+    "init_producer_id",
+    "describe_producers",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A response body already encoded, as chunks (bytes, or file ranges with ``.size``)."""
+
+    chunks: list[Any]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    handle: Callable[..., Any]
+
+    def serves(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+def load_registry(names: tuple[str, ...] = HANDLER_MODULES) -> dict[int, Api]:
+    registry: dict[int, Api] = {}
+    for name in names:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}.{name}":
+                continue  # an API not written yet is simply not advertised
+            raise
+        low, high = module.VERSIONS
+        registry[module.API_KEY] = Api(module.API_KEY, name, low, high, module.handle)
+    return dict(sorted(registry.items()))

@@ -1,0 +1,21 @@
+"""ApiVersions: v0-3
+
+Behaviour: lists every API the broker serves with its version range, computed from the handler
+registry. A request for a version the broker lacks is answered by the network layer in v0 with
+UNSUPPORTED_VERSION and the same list, so the client can retry with a version both know.
+Clients send their software name and version (v3+); they are accepted and not checked.
+
+Version notes: v1 adds throttle_time_ms; v3 is flexible and carries the supported and finalized
+features as tagged fields (none are advertised: kcli has no feature-versioned behaviour).
+"""
+
+from __future__ import annotations
+
+API_KEY = 18
+VERSIONS = (0, 3)
+
+
+async def handle(ctx, request):
+    from kcli.broker.server import api_ranges
+
+    return {"error_code": 0, "api_keys": api_ranges(ctx.broker.registry)}

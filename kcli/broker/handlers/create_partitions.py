@@ -1,0 +1,43 @@
+"""CreatePartitions: v0-3
+
+Behaviour: grows each topic to the requested partition count, placing new replicas as Kafka
+does or as the request assigns them; the broker then hosts the new partitions. A count not above
+the current one answers INVALID_PARTITIONS ("Topic currently has N partitions, which is higher
+than the requested M."), a bad assignment INVALID_REPLICA_ASSIGNMENT, an unknown topic
+UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST. validate_only checks without
+changing anything.
+
+Version notes: v2 is flexible; v1 and v3 differ only in throttling behaviour.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from kcli.errors import ErrorCode, KafkaError, KcliError
+
+API_KEY = 37
+VERSIONS = (0, 3)
+
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx, request):
+    metadata = ctx.broker.metadata
+    names = collections.Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        result = {"name": topic.name}
+        try:
+            if names[topic.name] > 1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
+            metadata.create_partitions(topic.name, topic.count, assignment, validate_only=request.validate_only)
+            if not request.validate_only:
+                log.info("Topic %s now has %d partition(s)", topic.name, topic.count)
+        except KcliError as e:
+            result.update(error_code=e.error_code, error_message=str(e))
+        results.append(result)
+    return {"results": results}
+

@@ -1,0 +1,74 @@
+"""CreateTopics: v2-7
+
+Behaviour: creates each topic with its partition count and replication factor (-1: the broker's
+``num.partitions`` / ``default.replication.factor``), or with a manual replica assignment, and its
+config overrides, each checked by the broker's config rules (INVALID_CONFIG). Topic-name rules,
+existing topics (TOPIC_ALREADY_EXISTS), partition and replication counts (INVALID_PARTITIONS,
+INVALID_REPLICATION_FACTOR), assignments (INVALID_REPLICA_ASSIGNMENT) and '.'/'_' collisions
+(INVALID_TOPIC_EXCEPTION) are validated as Kafka's controller does, with its messages. A name
+given twice in one request answers INVALID_REQUEST for it. With validate_only nothing is created
+but the answer is the same. From v5 the answer carries the topic's id, partition count,
+replication factor and every config with its value and source.
+
+Version notes: v0-1 (no validate-only error messages) are not served; v5 is flexible and
+describes the created topic; v7 adds topic ids.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from kcli.errors import ErrorCode, KcliError
+
+API_KEY = 19
+VERSIONS = (2, 7)
+
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    names = collections.Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        if names[topic.name] > 1:
+            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        results.append(_create(broker, topic, request.validate_only, ctx.api_version))
+    return {"topics": results}
+
+
+def _create(broker, topic, validate_only: bool, version: int) -> dict:
+    assignment = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+    configs = {c.name: c.value for c in topic.configs}
+    try:
+        info = broker.metadata.create_topic(
+            topic.name,
+            topic.num_partitions,
+            topic.replication_factor,
+            assignment,
+            configs,
+            validate_only=validate_only,
+            config_validator=broker.validate_topic_configs,
+        )
+    except KcliError as e:
+        return _failed(topic.name, e.error_code, str(e))
+    if not validate_only:
+        log.info("Created topic %s with %d partition(s)", topic.name, len(info.partitions))
+    result = {
+        "name": topic.name,
+        "topic_id": info.topic_id,
+        "num_partitions": len(info.partitions),
+        "replication_factor": info.replication_factor,
+    }
+    if version >= 5:
+        result["configs"] = [
+            {"name": e.name, "value": e.value, "read_only": e.read_only, "config_source": e.source, "is_sensitive": e.is_sensitive}
+            for e in broker.describe_topic_configs(info.name, dict(info.configs))
+        ]
+    return result
+
+
+def _failed(name: str, code: ErrorCode, message: str) -> dict:
+    return {"name": name, "error_code": code, "error_message": message, "num_partitions": -1, "replication_factor": -1, "configs": None}

@@ -1,0 +1,50 @@
+"""DeleteTopics: v1-6
+
+Behaviour: deletes each topic named (or, from v6, given by id): its metadata goes at once, and
+the broker deletes its partition logs (renamed ``-delete`` and removed, as Kafka does).
+UNKNOWN_TOPIC_OR_PARTITION for a name that does not exist, UNKNOWN_TOPIC_ID for an unknown id,
+INVALID_REQUEST when a v6 entry names both or neither. ``delete.topic.enable=false`` answers
+TOPIC_DELETION_DISABLED.
+
+Version notes: v4 is flexible; v5 adds error messages; v6 topic ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from kcli.errors import ErrorCode, KcliError
+
+API_KEY = 20
+VERSIONS = (1, 6)
+
+ZERO_UUID = uuid.UUID(int=0)
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    if ctx.api_version >= 6:
+        targets = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
+    else:
+        targets = [(name, None) for name in request.topic_names]
+    return {"responses": [_delete(broker, name, topic_id) for name, topic_id in targets]}
+
+
+def _delete(broker, name: str | None, topic_id: uuid.UUID | None) -> dict:
+    result = {"name": name, "topic_id": topic_id or ZERO_UUID}
+    if (name is None) == (topic_id is None):
+        result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Neither topic name nor id were specified." if name is None else "You may not specify both topic name and topic id.")
+        return result
+    if not broker.config.get("delete.topic.enable"):
+        result.update(error_code=ErrorCode.TOPIC_DELETION_DISABLED, error_message="Topic deletion is disabled.")
+        return result
+    try:
+        info = broker.metadata.delete_topic(name=name, topic_id=topic_id)
+    except KcliError as e:
+        result.update(error_code=e.error_code, error_message=str(e))
+        return result
+    log.info("Deleted topic %s", info.name)
+    result.update(name=info.name, topic_id=info.topic_id)
+    return result

@@ -1,0 +1,60 @@
+"""ListOffsets: v1-8
+
+Behaviour: for each partition, the offset a timestamp names: -2 the log start offset (earliest),
+-1 the high watermark (latest; the last stable offset for read_committed), -3 the offset and
+timestamp of the record with the largest timestamp (v7+), -4 the earliest local offset (v8+, the
+log start offset: kcli keeps no remote tier); any other timestamp the first offset whose record
+timestamp is at least it, or -1 when none is. The leader epoch of the answer is the epoch that
+offset was written in. UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted; a current leader
+epoch that does not match answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+
+Version notes: v1 answers one offset (the v0 list form is not served); v2 adds isolation_level;
+v4 leader epochs; v6 flexible.
+"""
+
+from __future__ import annotations
+
+from kcli.errors import ErrorCode, KafkaError, KcliError
+
+API_KEY = 2
+VERSIONS = (1, 8)
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+READ_COMMITTED = 1
+
+
+async def handle(ctx, request):
+    replicas = ctx.broker.replica_manager
+    isolation = getattr(request, "isolation_level", 0)
+    version = ctx.api_version
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            result = {"partition_index": p.partition_index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            try:
+                partition = replicas.partition(topic.name, p.partition_index)
+                partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
+                result.update(_lookup(partition, p.timestamp, isolation, version))
+            except KcliError as e:
+                result["error_code"] = e.error_code
+            partitions.append(result)
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"topics": topics}
+
+
+def _lookup(partition, timestamp: int, isolation: int, version: int) -> dict:
+    log = partition.log
+    fetchable = partition.last_stable_offset if isolation == READ_COMMITTED else partition.high_watermark
+    if timestamp == LATEST:
+        return {"offset": fetchable, "leader_epoch": _epoch(log.leader_epoch_cache.epoch_for_offset(fetchable))}
+    if timestamp == EARLIEST_LOCAL and version < 8 or timestamp == MAX_TIMESTAMP and version < 7 or timestamp < EARLIEST_LOCAL:
+        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"timestamp {timestamp} is not a special timestamp of ListOffsets v{version}")
+    found = log.fetch_offset_by_timestamp(timestamp)
+    if found is None or found.offset < 0 or (timestamp >= 0 and found.offset >= fetchable):
+        return {}
+    return {"timestamp": found.timestamp, "offset": found.offset, "leader_epoch": _epoch(found.leader_epoch)}
+
+
+def _epoch(epoch: int | None) -> int:
+    return -1 if epoch is None else epoch

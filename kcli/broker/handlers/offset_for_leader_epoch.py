@@ -1,0 +1,37 @@
+"""OffsetForLeaderEpoch: v2-4
+
+Behaviour: for each partition, the largest epoch at most the requested one that the leader has,
+and the offset where the next epoch begins (the log end offset for the latest epoch), from the
+leader epoch cache. An epoch older than every cached one answers (-1, -1) (UNDEFINED), as Kafka
+does. The current leader epoch fences stale callers (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH);
+UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted.
+
+Version notes: v2 adds current_leader_epoch (v0-1, used only by old followers, are not served);
+v3 the replica id; v4 is flexible.
+"""
+
+from __future__ import annotations
+
+from kcli.errors import KcliError
+
+API_KEY = 23
+VERSIONS = (2, 4)
+
+
+async def handle(ctx, request):
+    replicas = ctx.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            result = {"partition": p.partition, "leader_epoch": -1, "end_offset": -1}
+            try:
+                partition = replicas.partition(topic.topic, p.partition)
+                partition.check_leader_epoch(p.current_leader_epoch)
+                epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                result["leader_epoch"], result["end_offset"] = epoch, end_offset
+            except KcliError as e:
+                result["error_code"] = e.error_code
+            partitions.append(result)
+        topics.append({"topic": topic.topic, "partitions": partitions})
+    return {"topics": topics}

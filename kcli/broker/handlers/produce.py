@@ -1,0 +1,76 @@
+"""Produce: v3-11
+
+Behaviour: each partition's records are appended as the bytes that arrived (validated, offsets and
+leader epoch patched in place) to the partition's log. ``acks`` must be 0, 1 or -1
+(INVALID_REQUIRED_ACKS otherwise); with -1 the in-sync replicas must number at least
+``min.insync.replicas`` (NOT_ENOUGH_REPLICAS). A partition the broker does not host answers
+UNKNOWN_TOPIC_OR_PARTITION; a batch the log rejects answers the error its failure carries
+(CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP,
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message. A retried batch of
+an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
+a failure closes the connection, as Kafka does, so the producer notices.
+
+Version notes: v3 is the first with magic v2 batches only (older versions, with message sets,
+are not served); log_start_offset from v5, record_errors and error_message from v8.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.storage.records import LOG_OVERHEAD, peek_batch_header
+
+API_KEY = 0
+VERSIONS = (3, 11)
+
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx, request):
+    acks = request.acks
+    replicas = ctx.broker.replica_manager
+    responses = []
+    failed = False
+    for topic in request.topic_data:
+        partition_responses = []
+        for data in topic.partition_data:
+            result = {"index": data.index, "base_offset": -1, "log_append_time": -1, "log_start_offset": -1}
+            try:
+                if acks not in (0, 1, -1):
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                partition = replicas.partition(topic.name, data.index)
+                _check_single_batch(data.records)
+                info = partition.append(data.records, acks)
+                result["base_offset"] = info.first_offset
+                result["log_append_time"] = info.log_append_time
+                result["log_start_offset"] = info.log_start_offset
+                replicas.notify((topic.name, data.index))
+            except KcliError as e:
+                failed = True
+                result["error_code"] = e.error_code
+                result["error_message"] = str(e) or None
+                result["record_errors"] = [
+                    {"batch_index": index, "batch_index_error_message": message} for index, message in getattr(e, "record_errors", ())
+                ]
+                log.debug("Produce to %s-%d failed: %s", topic.name, data.index, e)
+            except Exception:
+                failed = True
+                result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+                log.exception("Produce to %s-%d failed unexpectedly", topic.name, data.index)
+            partition_responses.append(result)
+        responses.append({"name": topic.name, "partition_responses": partition_responses})
+    if acks == 0:
+        ctx.close_connection = failed
+        return None
+    return {"responses": responses}
+
+
+
+def _check_single_batch(records: bytes | None) -> None:
+    """Produce v3+ carries exactly one v2 batch per partition (Kafka's request validation)."""
+    if not records or len(records) < LOG_OVERHEAD + 5:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "the produce request carries no complete record batch")
+    _, size, magic = peek_batch_header(records, 0)
+    if size < len(records):
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3 are only allowed to contain exactly one record batch")

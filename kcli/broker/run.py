@@ -1,0 +1,64 @@
+"""Running a broker process: configuration, logging to stderr, signals, and the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from kcli.errors import KcliError, UsageError
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR}
+
+
+def load_config(properties_path: str | None, overrides: list[str]):
+    from kcli.broker.broker_config import BrokerConfig
+    from kcli.config import parse_override, read_properties
+
+    props: dict[str, str] = {}
+    if properties_path:
+        props.update(read_properties(properties_path))
+    for item in overrides:
+        key, value = parse_override(item)
+        props[key] = value
+    return BrokerConfig.from_properties(props)
+
+
+def configure_logging(level_name: str) -> None:
+    level = _LEVELS.get(level_name.upper())
+    if level is None:
+        raise UsageError(f"--log-level must be one of DEBUG, INFO, WARN, ERROR, not {level_name!r}")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def run_broker(properties_path: str | None, overrides: list[str], log_level: str = "INFO") -> None:
+    configure_logging(log_level)
+    config = load_config(properties_path, overrides)
+    try:
+        asyncio.run(_serve(config))
+    except KcliError:
+        raise
+    except OSError as e:
+        raise KcliError(f"the broker could not start: {e}") from None
+
+
+async def _serve(config) -> None:
+    from kcli.broker.broker import Broker
+
+    broker = Broker(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, broker.request_stop)
+    try:
+        await broker.start()
+    except BaseException:
+        await broker.shutdown(grace=0)
+        raise
+    await broker.wait_stopped()
+    await broker.shutdown()

@@ -1,0 +1,216 @@
+"""The network layer: one asyncio task per connection, requests answered in order.
+
+Like Kafka's SocketServer, a connection's requests are processed one at a time and answered in
+the order they came (a client pipelines; the broker does not reorder). A frame larger than
+``socket.request.max.bytes``, a header or body that does not parse, an unknown API key or a
+version the registry does not serve closes that connection with one log line; ApiVersions is the
+exception, answered in v0 with UNSUPPORTED_VERSION and the served ranges, as Kafka does, so a
+newer client can fall back. Any other failure inside a handler is logged with its traceback and
+closes only that connection. Fetch responses send large file ranges with ``sendfile``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kcli.broker.handlers import Api, RawResponse
+from kcli.errors import ErrorCode
+from kcli.protocol import framing, messages
+
+log = logging.getLogger("kcli.broker.network")
+
+# Ranges smaller than this are read and written with the response: a sendfile call costs a
+# transport flush and a system call, more than copying a small range.
+SENDFILE_MIN_BYTES = 64 * 1024
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    broker: Any
+    header: framing.RequestHeader
+    peer: str
+    close_connection: bool = False
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+class CloseConnection(Exception):
+    """Raised inside the network layer to drop a connection after logging why."""
+
+
+class _FileRange:
+    """The file object ``loop.sendfile`` wants, over a descriptor another object owns."""
+
+    mode = "rb"
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return offset
+
+
+class Server:
+    def __init__(self, broker: Any, registry: Mapping[int, Api], *, max_request_size: int = framing.DEFAULT_MAX_REQUEST_SIZE) -> None:
+        self.broker = broker
+        self.registry = registry
+        self.max_request_size = max_request_size
+        self._servers: list[asyncio.base_events.Server] = []
+        self._connections: set[asyncio.Task] = set()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def listen(self, host: str, port: int) -> tuple[str, int]:
+        """Start accepting on (host, port); returns the bound address (port 0 picks a free one)."""
+        server = await asyncio.start_server(self._accept, host or None, port, reuse_address=True, limit=1 << 20)
+        self._servers.append(server)
+        bound = server.sockets[0].getsockname()
+        return bound[0], bound[1]
+
+    def stop_accepting(self) -> None:
+        for server in self._servers:
+            server.close()
+
+    async def drain_and_close(self, timeout: float) -> None:
+        """Wait (bounded) for in-flight requests to finish, then drop every connection."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            log.warning("Closing connections with %d requests still in flight", self._in_flight)
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=timeout)
+
+    # -- one connection ----------------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._connections.add(task)
+        peer = _peer_name(writer)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            await self._serve(reader, writer, peer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except CloseConnection as e:
+            log.info("Closing connection from %s: %s", peer, e)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("Closing connection from %s after an unexpected error", peer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
+        while True:
+            size_bytes = await reader.readexactly(4)
+            size = framing.SIZE.unpack(size_bytes)[0]
+            if size < 0 or size > self.max_request_size:
+                raise CloseConnection(f"request size {size} is outside 0..{self.max_request_size} (socket.request.max.bytes)")
+            frame = await reader.readexactly(size)
+            self._begin()
+            try:
+                response = await self._handle(frame, peer)
+                if response is not None:
+                    await self._write(writer, response)
+            finally:
+                self._end()
+
+    def _begin(self) -> None:
+        self._in_flight += 1
+        self._idle.clear()
+
+    def _end(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    async def _handle(self, frame: bytes, peer: str) -> list[Any] | None:
+        """The response frame's chunks (size first), or None when nothing is to be sent."""
+        api_key, api_version, correlation_id = framing.peek_api(frame)
+        api = self.registry.get(api_key)
+        if api is None:
+            raise CloseConnection(f"unknown API key {api_key}")
+        if not api.serves(api_version):
+            if api_key == framing.API_VERSIONS_KEY:
+                return self._unsupported_api_versions(correlation_id)
+            raise CloseConnection(f"{api.name} version {api_version} is not served (versions {api.min_version}-{api.max_version})")
+        flexible = messages.is_flexible(api_key, api_version)
+        header, body_offset = framing.decode_request_header(frame, flexible)
+        try:
+            request = messages.decode_request(api_key, api_version, frame, body_offset)
+        except Exception as e:
+            raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
+        ctx = RequestContext(self.broker, header, peer)
+        result = await api.handle(ctx, request)
+        if ctx.close_connection:
+            raise CloseConnection(f"{api.name} with acks=0 failed")
+        if result is None:
+            return None
+        response_flexible = flexible and api_key != framing.API_VERSIONS_KEY
+        head = framing.response_header(correlation_id, response_flexible)
+        if isinstance(result, RawResponse):
+            return [framing.frame_size(len(head) + result.size), head, *result.chunks]
+        body = messages.encode(messages.build_response(api_key, api_version, result))
+        return [framing.frame_size(len(head) + len(body)) + head + body]
+
+    def _unsupported_api_versions(self, correlation_id: int) -> list[Any]:
+        body = messages.encode(
+            messages.build_response(
+                framing.API_VERSIONS_KEY,
+                0,
+                {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_ranges(self.registry)},
+            )
+        )
+        head = framing.response_header(correlation_id, False)
+        return [framing.frame_size(len(head) + len(body)) + head + body]
+
+    async def _write(self, writer: asyncio.StreamWriter, chunks: list[Any]) -> None:
+        pending: list[bytes] = []
+        for chunk in chunks:
+            if isinstance(chunk, bytes):
+                pending.append(chunk)
+            elif chunk.size < SENDFILE_MIN_BYTES:
+                pending.append(chunk.read())
+            else:
+                if pending:
+                    writer.write(b"".join(pending))
+                    pending = []
+                await _send_range(writer, chunk)
+        if pending:
+            writer.write(b"".join(pending) if len(pending) > 1 else pending[0])
+        await writer.drain()
+
+
+async def _send_range(writer: asyncio.StreamWriter, piece: Any) -> None:
+    loop = asyncio.get_running_loop()
+    await writer.drain()
+    await loop.sendfile(writer.transport, _FileRange(piece.fileno), piece.position, piece.size)
+
+
+def api_ranges(registry: Mapping[int, Api]) -> list[dict[str, int]]:
+    return [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version} for api in registry.values()]
+
+
+def _peer_name(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return str(peer)
