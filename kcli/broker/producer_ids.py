@@ -42,7 +42,9 @@ class ProducerIdManager:
             except NoNodeError:
                 start, version = 0, None
             else:
-                start, version = zk_paths.decode_producer_id_block(data).block_end + 1, stat.version
+                # Kafka creates the znode empty at start-up; empty means no block was handed out.
+                start = zk_paths.decode_producer_id_block(data).block_end + 1 if data else 0
+                version = stat.version
             end = start + BLOCK_SIZE - 1
             if end > _MAX_PRODUCER_ID:
                 raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer ids are exhausted")

@@ -22,6 +22,7 @@ HANDLER_MODULES = (
     "fetch",
     "list_offsets",
     "metadata",
+    "find_coordinator",
     "api_versions",
     "create_topics",
     "delete_topics",
