@@ -144,6 +144,12 @@ class Server:
 
     async def _handle(self, frame: bytes, peer: str) -> list[Any] | None:
         """The response frame's chunks (size first), or None when nothing is to be sent."""
+        try:
+            return await self._dispatch(frame, peer)
+        except framing.InvalidRequest as e:
+            raise CloseConnection(str(e)) from None
+
+    async def _dispatch(self, frame: bytes, peer: str) -> list[Any] | None:
         api_key, api_version, correlation_id = framing.peek_api(frame)
         api = self.registry.get(api_key)
         if api is None:
