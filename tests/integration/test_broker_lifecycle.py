@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.broker_process import BrokerProcess
+from broker_process import BrokerProcess
 from kcli.storage.checkpoints import has_clean_shutdown_marker, read_meta_properties, read_offset_checkpoint
 
 

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from kcli.storage.records import NewRecord, build_batch
-from tests.broker_process import BrokerProcess
-from tests.wire_client import WireClient, code
+from broker_process import BrokerProcess
+from wire_client import WireClient, code
 
 FETCH = 1
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kcli.storage.file_records import FileRecords
 from kcli.storage.records import CompressionType
-from tests.broker_process import BrokerProcess
+from broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="module")
