@@ -24,6 +24,8 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
+from kcli.protocol.request_check import check_body
+
 ZERO_UUID = uuid.UUID(int=0)
 _ZERO_DURATION = datetime.timedelta(0)
 
@@ -81,7 +83,12 @@ def _writer(entity_type: type) -> Callable[[Any, Any], None]:
 
 
 def decode_request(api_key: int, version: int, buffer: bytes | memoryview, offset: int) -> Any:
-    """The request body at ``offset`` as a kio entity; raises on malformed bytes."""
+    """The request body at ``offset`` as a kio entity; raises on malformed bytes.
+
+    The body is checked structurally first (``request_check``): kio's reader would trust a huge
+    array count and abort the process allocating for it.
+    """
+    check_body(request_type(api_key, version), buffer, offset)
     entity, _size = request_reader(api_key, version)(buffer, offset)
     return entity
 

@@ -62,12 +62,7 @@ class Api:
 def load_registry(names: tuple[str, ...] = HANDLER_MODULES) -> dict[int, Api]:
     registry: dict[int, Api] = {}
     for name in names:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{name}":
-                continue  # an API not written yet is simply not advertised
-            raise
+        module = importlib.import_module(f"{__name__}.{name}")
         low, high = module.VERSIONS
         registry[module.API_KEY] = Api(module.API_KEY, name, low, high, module.handle)
     return dict(sorted(registry.items()))

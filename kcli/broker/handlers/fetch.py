@@ -49,7 +49,7 @@ async def handle(ctx, request):
             continue
         topic_id = topic.topic_id if by_id else None
         for p in topic.partitions:
-            requested[(name, p.partition)] = CachedPartition(topic_id, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+            requested[(name, p.partition)] = CachedPartition(topic_id, p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
     forgotten = []
     for topic in getattr(request, "forgotten_topics_data", ()):
         name = replicas.topic_name(topic.topic_id) if by_id else topic.topic

@@ -69,8 +69,6 @@ async def handle(ctx, request):
 
 def _check_single_batch(records: bytes | None) -> None:
     """Produce v3+ carries exactly one v2 batch per partition (Kafka's request validation)."""
-    if not records or len(records) < LOG_OVERHEAD + 5:
-        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "the produce request carries no complete record batch")
-    _, size, magic = peek_batch_header(records, 0)
-    if size < len(records):
-        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3 are only allowed to contain exactly one record batch")
+    size = peek_batch_header(records, 0)[1] if records and len(records) >= LOG_OVERHEAD + 5 else -1
+    if size != len(records or b""):
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3 and above must contain exactly one record batch per partition")

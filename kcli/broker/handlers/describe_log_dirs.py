@@ -1,0 +1,82 @@
+"""DescribeLogDirs: v1-4
+
+Behaviour: one result per configured log dir (its absolute path), holding the partition logs
+found in it: for each, the size of its segments in bytes, the offset lag (the high watermark
+minus the log end offset, never below 0, so 0 for a leader; -1 for a log this broker does not
+host as a replica) and is_future false (kcli never moves replicas between dirs). Null topics
+mean every log; otherwise only the named partitions, and a topic none of whose partitions live
+in a dir is left out of that dir. From v4 each dir also carries the total and usable bytes of its
+file system (Long.MAX_VALUE when the size does not fit). A dir that cannot be read answers
+KAFKA_STORAGE_ERROR for that dir alone.
+
+Version notes: v0 is not served (a client sends v1, which is the same); v2 is flexible; v3 adds
+the top-level error code; v4 adds total and usable bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from kcli.errors import ErrorCode
+
+API_KEY = 35
+VERSIONS = (1, 4)
+
+INVALID_OFFSET_LAG = -1
+LONG_MAX = 2**63 - 1
+
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+    log_dirs = list(dict.fromkeys(broker.log_manager.log_dirs))
+    return {"error_code": ErrorCode.NONE, "results": [_describe_dir(broker, log_dir, wanted) for log_dir in log_dirs]}
+
+
+def _describe_dir(broker, log_dir: Path, wanted: set[tuple[str, int]] | None) -> dict:
+    path = str(log_dir)
+    try:
+        total, usable = _space(log_dir)
+        topics = _topics(broker, log_dir, wanted)
+    except OSError as e:
+        log.warning("Unable to describe replica dirs for %s: %s", path, e)
+        return {"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": path, "topics": []}
+    return {"error_code": ErrorCode.NONE, "log_dir": path, "topics": topics, "total_bytes": total, "usable_bytes": usable}
+
+
+def _space(log_dir: Path) -> tuple[int, int]:
+    """(total, usable) bytes of the file system holding ``log_dir``, as Java's FileStore counts them."""
+    stats = os.statvfs(log_dir)
+    return _clamp(stats.f_blocks * stats.f_frsize), _clamp(stats.f_bavail * stats.f_frsize)
+
+
+def _clamp(space: int) -> int:
+    return space if 0 <= space <= LONG_MAX else LONG_MAX
+
+
+def _topics(broker, log_dir: Path, wanted: set[tuple[str, int]] | None) -> list[dict]:
+    by_topic: dict[str, list[dict]] = {}
+    for partition_log in sorted(broker.log_manager.logs_in_dir(log_dir), key=lambda lg: (lg.topic, lg.partition)):
+        key = (partition_log.topic, partition_log.partition)
+        if wanted is not None and key not in wanted:
+            continue
+        by_topic.setdefault(partition_log.topic, []).append(
+            {
+                "partition_index": partition_log.partition,
+                "partition_size": partition_log.size,
+                "offset_lag": _offset_lag(broker, partition_log),
+                "is_future_key": False,
+            }
+        )
+    return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
+
+
+def _offset_lag(broker, partition_log) -> int:
+    hosted = broker.replica_manager.get(partition_log.topic, partition_log.partition)
+    if hosted is None:
+        return INVALID_OFFSET_LAG
+    return max(hosted.log.high_watermark - partition_log.log_end_offset, 0)
