@@ -28,11 +28,6 @@ _LOG_START = pytest.StashKey[int]()
 _BATCH_FIELD = re.compile(r"(\w+): (\S+)")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # kafka-python loads its protocol schemas with importlib.resources calls Python deprecates
-    config.addinivalue_line("filterwarnings", "ignore:(read_text|open_text) is deprecated:DeprecationWarning")
-
-
 def start_broker(log_dir: Path, overrides: dict[str, str] | None = None) -> BrokerProcess:
     return BrokerProcess(log_dir, {**BROKER_OVERRIDES, **(overrides or {})}).start()
 
