@@ -246,6 +246,8 @@ class Broker:
     async def shutdown(self, grace: float = 30.0) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.id)
         self.server.stop_accepting()
+        if self.replica_manager is not None:
+            self.replica_manager.notify_all()
         await self.server.drain_and_close(grace)
         for task in self._tasks:
             task.cancel()

@@ -73,6 +73,7 @@ class ReplicaManager:
         self._partitions: dict[TopicPartition, Partition] = {}
         self._by_id: dict[uuid.UUID, str] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self.closing = False
 
     # -- hosting -----------------------------------------------------------------------------------
 
@@ -130,6 +131,12 @@ class ReplicaManager:
             for future in waiters:
                 if not future.done():
                     future.set_result(key)
+
+    def notify_all(self) -> None:
+        """At shutdown: wake every waiting fetch, and let none wait again, so each answers now."""
+        self.closing = True
+        for key in list(self._waiters):
+            self.notify(key)
 
     async def wait_for_data(self, keys: Iterable[TopicPartition], timeout: float) -> bool:
         """Wait until an append to one of ``keys`` or ``timeout`` seconds; True when woken by data."""

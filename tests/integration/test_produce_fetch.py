@@ -164,3 +164,27 @@ def test_an_idempotent_retry_answers_the_original_offset_and_is_not_stored_twice
         assert client.list_offset("retries", 0, -1) == (NONE, 3)
         gap = _batch([b"five"], producer_id=init.producer_id, producer_epoch=init.producer_epoch, base_sequence=5)
         assert code(client.produce("retries", 0, gap).error_code) == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_sigterm_answers_a_waiting_fetch_then_exits_cleanly(tmp_path):
+    broker = BrokerProcess(tmp_path / "data").start()
+    try:
+        with _client(broker) as client:
+            client.create_topic("shutdown")
+            client.produce("shutdown", 0, _batch([b"kept"]))
+        answer: dict = {}
+
+        def poll() -> None:
+            with _client(broker) as fetcher:
+                answer["response"] = _fetch(fetcher, [("shutdown", 0, 1, 1 << 20)], max_wait_ms=60_000, min_bytes=1)
+
+        waiter = threading.Thread(target=poll)
+        waiter.start()
+        time.sleep(0.5)
+        assert waiter.is_alive()
+        assert broker.stop(timeout=20) == 0  # well before the fetch's 60 s: in-flight requests are finished, not awaited
+        waiter.join(5)
+        (partition,) = _partitions(answer["response"]).values()
+        assert code(partition.error_code) == NONE and partition.high_watermark == 1
+    finally:
+        broker.kill()

@@ -68,7 +68,7 @@ async def handle(ctx, request):
         reads = _read_all(replicas, context.partitions, max_bytes, isolation)
         available = sum(r.records_size for _, _, r in reads)
         remaining = deadline - time.monotonic()
-        if available >= request.min_bytes or remaining <= 0 or any(r.error_code for _, _, r in reads):
+        if available >= request.min_bytes or remaining <= 0 or replicas.closing or any(r.error_code for _, _, r in reads):
             break
         await replicas.wait_for_data(context.partitions.keys(), remaining)
 
