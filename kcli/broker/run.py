@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
@@ -37,9 +38,21 @@ def configure_logging(level_name: str) -> None:
     root.setLevel(level)
 
 
+def raise_open_file_limit() -> None:
+    """Each hosted partition keeps its active segment's files open (log, index, time index), so
+    the soft limit on open files (often 1024) is raised to the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            logging.getLogger("kcli.broker").warning("Could not raise the open-file limit from %d", soft)
+
+
 def run_broker(properties_path: str | None, overrides: list[str], log_level: str = "INFO") -> None:
     configure_logging(log_level)
     config = load_config(properties_path, overrides)
+    raise_open_file_limit()
     try:
         asyncio.run(_serve(config))
     except KcliError:

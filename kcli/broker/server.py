@@ -75,7 +75,7 @@ class Server:
 
     async def listen(self, host: str, port: int) -> tuple[str, int]:
         """Start accepting on (host, port); returns the bound address (port 0 picks a free one)."""
-        server = await asyncio.start_server(self._accept, host or None, port, reuse_address=True, limit=1 << 20)
+        server = await asyncio.start_server(self._accept, host or None, port, reuse_address=True, limit=16 << 20)
         self._servers.append(server)
         bound = server.sockets[0].getsockname()
         return bound[0], bound[1]
