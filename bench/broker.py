@@ -1,0 +1,531 @@
+"""Broker benchmark: kcli's broker against librdkafka's mock cluster, with the same load generator.
+
+Prints, measured in one run on the same machine, each broker in its own process and each client
+in another (bench/_loadgen.py, confluent-kafka; producer linger.ms=5, batch.size 1 MiB, acks=1;
+consumer with assign() from the beginning, no commits, fetch.queue.backoff.ms=10):
+  - produce and consume throughput for 1,000,000 x 100 B and 300,000 x 1 KiB records, compression
+    none and lz4: msgs/s, MB/s of values (10^6 bytes) and the kcli/mock ratio (goal >= 0.8);
+  - end-to-end latency p50/p99 at 1,000 msg/s with linger.ms=0 (goal p99 < 10 ms);
+  - the RSS of a fresh kcli broker holding 10 topics x 100 partitions with one record each
+    (goal < 200 MB).
+
+Both brokers get the same topic layout: the mock keeps a bounded log per partition and
+auto-creates topics with its own partition count, so each case spreads its volume over enough
+mock-created topics that no partition holds more than about 2 MB, and kcli gets the same topics
+with the same partition counts through CreateTopics. Each case runs ``--rounds`` times on fresh
+topics, the broker going first alternating, and the table shows the medians. Before a timed
+produce every partition gets a few untimed records (see _loadgen.warm_up; the time they took is
+printed per round, since a fresh partition's first appends create and extend its files), and dirty
+pages are written back (os.sync) so that no run pays for the previous one's.
+
+Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--profile [--profile-output FILE]]
+  --quick    10x fewer records and one round (a smoke run)
+  --rounds   rounds per throughput case on fresh topics, the median shown (default 5)
+  --dir      where kcli's log dirs go (default: a temporary directory; /dev/shm takes the disk out)
+  --profile  only the 100 B produce case against kcli, sampled with py-spy (or cProfile when
+             py-spy is missing); prints the top functions by self and cumulative time
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+HERE = Path(__file__).resolve().parent
+LOADGEN = HERE / "_loadgen.py"
+PARTITION_BYTES_TARGET = 2_000_000  # the mock's log drops old records past ~5 MB per partition
+PARTITION_RECORDS_TARGET = 50_000  # ... or past 100,000 records
+RECORD_OVERHEAD = 30  # bytes a v2 record adds to its value, generously (batch headers included)
+RUN_BYTES = 256 * 1024  # values sent to one partition before moving to the next
+RATIO_GOAL, P99_GOAL_MS, RSS_GOAL_MB = 0.8, 10.0, 200.0
+LOADGEN_TIMEOUT = 900.0
+DEFAULT_FETCH_WAIT_MS = 500  # librdkafka's fetch.wait.max.ms
+_LISTENING = re.compile(r"Awaiting socket connections on [^\s]+:(\d+)\.")
+
+
+@dataclass(frozen=True)
+class Case:
+    count: int
+    value_size: int
+    compression: str
+
+    @property
+    def label(self) -> str:
+        size = f"{self.value_size // 1024} KiB" if self.value_size >= 1024 else f"{self.value_size} B"
+        return f"{self.count:,} x {size} {self.compression}"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.value_size}b-{self.compression}"
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+def stop_process(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
+    """``sig``, then SIGKILL if the process outlives ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.send_signal(sig)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+class KcliBroker:
+    """``kcli broker start`` on 127.0.0.1 and a free port, optionally under a profiler's command."""
+
+    def __init__(self, log_dir: Path, prefix: list[str] | None = None) -> None:
+        self.log_dir = log_dir
+        self.prefix = prefix or [sys.executable]
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+        self.log_tail: collections.deque[str] = collections.deque(maxlen=60)
+        self._started = threading.Event()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self, timeout: float = 60.0) -> KcliBroker:
+        args = [*self.prefix, "-m", "kcli", "broker", "start", "--override", f"log.dirs={self.log_dir}", "--override", "listeners=PLAINTEXT://127.0.0.1:0"]
+        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        threading.Thread(target=self._read_log, daemon=True).start()
+        if not self._started.wait(timeout) or self.process.poll() is not None:
+            self.stop()
+            raise RuntimeError("kcli's broker did not start:\n" + "\n".join(self.log_tail))
+        return self
+
+    def _read_log(self) -> None:
+        # Draining stderr to the end also keeps the broker from blocking on a full pipe.
+        for line in self.process.stderr:
+            self.log_tail.append(line.rstrip("\n"))
+            match = _LISTENING.search(line)
+            if match and not self.port:
+                self.port = int(match.group(1))
+            if "] started (" in line:
+                self._started.set()
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None:
+            stop_process(self.process, sig, timeout=60)
+
+
+class MockCluster:
+    """librdkafka's mock cluster, hosted by bench/_loadgen.py in its own process."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.bootstrap = ""
+
+    def start(self, timeout: float = 30.0) -> MockCluster:
+        self.process = subprocess.Popen([sys.executable, str(LOADGEN), "mock", "{}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        first_line: list[str] = []
+        reader = threading.Thread(target=lambda: first_line.append(self.process.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if not first_line or not first_line[0].strip():
+            self.stop()
+            raise RuntimeError("the mock cluster did not report its address")
+        self.bootstrap = json.loads(first_line[0])["bootstrap"]
+        if not self.bootstrap.startswith("127.0.0.1:"):
+            self.stop()
+            raise RuntimeError(f"the mock cluster listens on {self.bootstrap}, not 127.0.0.1")
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process, signal.SIGTERM, timeout=15)
+
+
+def run_loadgen(mode: str, params: dict[str, Any], timeout: float = LOADGEN_TIMEOUT) -> dict[str, Any]:
+    """One load generator process to completion; its JSON result."""
+    result = subprocess.run([sys.executable, str(LOADGEN), mode, json.dumps(params)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"load generator {mode} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+# --- topics -------------------------------------------------------------------------------------
+
+
+def partitions_needed(case: Case) -> int:
+    by_bytes = math.ceil(case.count * (case.value_size + RECORD_OVERHEAD) / PARTITION_BYTES_TARGET)
+    by_records = math.ceil(case.count / PARTITION_RECORDS_TARGET)
+    return max(by_bytes, by_records, 1)
+
+
+def mock_create_topics(bootstrap: str, names: list[str]) -> dict[str, int]:
+    """Auto-creates ``names`` on the mock (a producer's metadata request) and returns their partition counts."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    counts = {}
+    for name in names:
+        metadata = producer.list_topics(name, timeout=10).topics[name]
+        if metadata.error is not None or not metadata.partitions:
+            raise RuntimeError(f"the mock did not create {name}: {metadata.error}")
+        counts[name] = len(metadata.partitions)
+    return counts
+
+
+def kcli_create_topics(bootstrap: str, counts: dict[str, int]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})  # no notice of purged background events at exit
+    futures = admin.create_topics([NewTopic(name, count, 1) for name, count in counts.items()], operation_timeout=30, request_timeout=60)
+    for future in futures.values():
+        future.result(timeout=60)
+
+
+def kcli_delete_topics(bootstrap: str, names: list[str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})  # no notice of purged background events at exit
+    for name, future in admin.delete_topics(names, operation_timeout=30, request_timeout=60).items():
+        try:
+            future.result(timeout=60)
+        except Exception as e:  # the figures stand without the clean-up; say so and go on
+            print(f"  (could not delete {name} from kcli: {e})")
+
+
+def same_topics(prefix: str, partitions: int, mock: MockCluster, kcli: KcliBroker) -> list[tuple[str, int]]:
+    """Enough topics named ``prefix-NN`` for ``partitions`` partitions, created on both brokers with
+    the mock's partition counts; all their (topic, partition) pairs."""
+    first = f"{prefix}-00"
+    per_topic = mock_create_topics(mock.bootstrap, [first])[first]
+    topics = [f"{prefix}-{i:02d}" for i in range(math.ceil(partitions / per_topic))]
+    counts = mock_create_topics(mock.bootstrap, topics)
+    kcli_create_topics(kcli.bootstrap, counts)
+    return [(topic, p) for topic in topics for p in range(counts[topic])]
+
+
+# --- measurements -------------------------------------------------------------------------------
+
+
+@dataclass
+class Rate:
+    records: int
+    seconds: float
+    value_bytes: int
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.value_bytes / self.seconds / 1e6
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    produce: dict[str, Rate] = field(default_factory=dict)
+    consume: dict[str, Rate] = field(default_factory=dict)
+
+
+@dataclass
+class Produced:
+    rate: Rate
+    warmup_records: int  # written before the timed run, see _loadgen.warm_up
+    warmup_seconds: float
+
+
+def measure_produce(bootstrap: str, case: Case, layout: list[tuple[str, int]], warmup: bool = True) -> Produced:
+    result = run_loadgen("produce", {"bootstrap": bootstrap, "partitions": layout, "count": case.count, "value_size": case.value_size, "compression": case.compression,
+                                     "run_bytes": RUN_BYTES, "warmup": warmup, "timeout": LOADGEN_TIMEOUT - 60})
+    if result["undelivered"] or result["errors"]:
+        raise RuntimeError(f"produce {case.label} to {bootstrap}: {result['undelivered']} undelivered, errors {result['errors']}")
+    return Produced(Rate(result["records"], result["seconds"], result["bytes"]), result["warmup_records"], result["warmup_seconds"])
+
+
+def measure_consume(bootstrap: str, case: Case, layout: list[tuple[str, int]], expected: int) -> Rate:
+    result = run_loadgen("consume", {"bootstrap": bootstrap, "partitions": layout, "count": expected, "timeout": LOADGEN_TIMEOUT - 60})
+    if result["available"] != expected or result["trimmed_partitions"]:
+        raise RuntimeError(f"{bootstrap} holds {result['available']} of {expected} records ({result['trimmed_partitions']} partitions trimmed)")
+    if result["records"] != expected or result["errors"]:
+        raise RuntimeError(f"consume {case.label} from {bootstrap}: {result['records']} of {expected} records, errors {result['errors']}")
+    return Rate(result["records"], result["seconds"], result["bytes"])
+
+
+def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int) -> dict[str, Any]:
+    """p50/p99 of receive - send time at 1,000 msg/s, a consumer and a producer in two processes."""
+    rate, warmup_seconds = 1000, 1.0
+    params = {"bootstrap": bootstrap, "partitions": layout, "rate": rate, "value_size": 100, "warmup_count": int(rate * warmup_seconds),
+              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60}
+    consumer = subprocess.Popen([sys.executable, str(LOADGEN), "latency-consume", json.dumps(params)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready: list[str] = []
+        reader = threading.Thread(target=lambda: ready.append(consumer.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(60)
+        if not ready or '"ready"' not in ready[0]:
+            raise RuntimeError("the latency consumer did not get ready")
+        run_loadgen("latency-produce", params, timeout=seconds + 120)
+        out, _ = consumer.communicate(timeout=90)
+        return json.loads(out.strip().splitlines()[-1])
+    finally:
+        stop_process(consumer, timeout=10)
+
+
+def vm_rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def produce_one_each(bootstrap: str, counts: dict[str, int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
+    for topic, count in counts.items():
+        for p in range(count):
+            producer.produce(topic, b"one record", partition=p)
+    if producer.flush(60):
+        raise RuntimeError("records to the idle partitions were not all delivered")
+
+
+def measure_idle_rss(workdir: Path) -> tuple[float, float]:
+    """VmRSS (MB) of a fresh kcli broker with no topics, then holding 10 x 100 partitions of one record each."""
+    broker = KcliBroker(workdir / "kcli-rss").start()
+    try:
+        time.sleep(1)
+        empty = vm_rss_mb(broker.pid)
+        counts = {f"idle-{i}": 100 for i in range(10)}
+        kcli_create_topics(broker.bootstrap, counts)
+        produce_one_each(broker.bootstrap, counts)
+        time.sleep(2)
+        return empty, vm_rss_mb(broker.pid)
+    finally:
+        broker.stop()
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def filesystem_of(path: Path) -> str:
+    """The type and device of the mount holding ``path``, from /proc/mounts."""
+    best = ("", "?", "?")
+    try:
+        for line in Path("/proc/mounts").read_text().splitlines():
+            device, mount_point, fs_type = line.split()[:3]
+            if str(path.resolve()).startswith(mount_point.rstrip("/") + "/") and len(mount_point) >= len(best[0]):
+                best = (mount_point, fs_type, device)
+    except OSError:
+        pass
+    return f"{best[1]} on {best[2]}"
+
+
+def machine_line() -> str:
+    model = ""
+    try:
+        model = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text()).group(1).strip()
+    except (OSError, AttributeError):
+        pass
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return (f"{now}; {os.cpu_count()} cores ({model or platform.machine()}); Python {platform.python_version()}; "
+            f"confluent-kafka {confluent_kafka.__version__}, librdkafka {confluent_kafka.libversion()[0]}")
+
+
+def print_throughput(results: list[CaseResult]) -> None:
+    print(f"\n{'case':<36} {'kcli msgs/s':>12} {'kcli MB/s':>10} {'mock msgs/s':>12} {'mock MB/s':>10} {'ratio':>6}  goal >= {RATIO_GOAL}")
+    for result in results:
+        for phase, rates in (("produce", result.produce), ("consume", result.consume)):
+            kcli, mock = rates["kcli"], rates["mock"]
+            ratio = kcli.msgs_per_s / mock.msgs_per_s
+            print(f"{phase + ' ' + result.case.label:<36} {kcli.msgs_per_s:>12,.0f} {kcli.mb_per_s:>10.1f} {mock.msgs_per_s:>12,.0f} {mock.mb_per_s:>10.1f} {ratio:>6.2f}  {verdict(ratio >= RATIO_GOAL)}")
+
+
+def print_latency(latency: dict[tuple[str, int], dict[str, Any]], seconds: float) -> None:
+    print(f"\nend-to-end latency, 1,000 msg/s for {seconds:g} s, producer linger.ms=0   goal p99 < {P99_GOAL_MS:g} ms (kcli, default fetch wait)")
+    for (name, wait_ms), result in latency.items():
+        label = f"{name}, fetch.wait.max.ms={wait_ms}{' (default)' if wait_ms == DEFAULT_FETCH_WAIT_MS else ''}"
+        if not result.get("samples"):
+            print(f"  {label:<38} no samples")
+            continue
+        goal = f"  {verdict(result['p99_ms'] < P99_GOAL_MS)}" if name == "kcli" and wait_ms == DEFAULT_FETCH_WAIT_MS else ""
+        print(f"  {label:<38} p50 {result['p50_ms']:7.2f} ms   p99 {result['p99_ms']:7.2f} ms   max {result['max_ms']:7.2f} ms   "
+              f"({result['samples']:,} of {result['expected']:,} samples){goal}")
+    print("  (the mock answers a Fetch that finds no data only after the fetch's whole max wait: it is not woken by a"
+          "\n   produce, so at the default wait its figure is that wait; the 1 ms row is the comparable one)")
+
+
+def print_rss(empty_mb: float, idle_mb: float) -> None:
+    print(f"\nbroker RSS, 10 topics x 100 partitions, one record each   goal < {RSS_GOAL_MB:g} MB")
+    print(f"  kcli  {idle_mb:6.1f} MB  {verdict(idle_mb < RSS_GOAL_MB)}   (fresh broker with no topics: {empty_mb:.1f} MB)")
+    print("  mock  n/a   (it lives inside a client process and cannot create 100-partition topics)")
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+def measure_case(case: Case, rounds: int, mock: MockCluster, kcli: KcliBroker) -> CaseResult:
+    """Produce then consume ``case`` on both brokers, ``rounds`` times on fresh topics; the medians.
+
+    The broker that goes first alternates from round to round, and kcli's topics are deleted after
+    each round so that every round meets a broker holding only its own topics."""
+    produced: dict[str, list[Rate]] = {"kcli": [], "mock": []}
+    consumed: dict[str, list[Rate]] = {"kcli": [], "mock": []}
+    brokers = [("kcli", kcli.bootstrap), ("mock", mock.bootstrap)]
+    for round_ in range(rounds):
+        layout = same_topics(f"bench-{case.slug}-r{round_}", partitions_needed(case), mock, kcli)
+        for name, bootstrap in brokers if round_ % 2 == 0 else brokers[::-1]:
+            os.sync()
+            produce = measure_produce(bootstrap, case, layout)
+            produced[name].append(produce.rate)
+            consumed[name].append(measure_consume(bootstrap, case, layout, case.count + produce.warmup_records))
+            print(f"  {case.label:<26} round {round_ + 1} {name}: produce {produce.rate.msgs_per_s:>10,.0f} msgs/s, consume {consumed[name][-1].msgs_per_s:>10,.0f} msgs/s, "
+                  f"{len(layout)} partitions (untimed warm-up {produce.warmup_seconds * 1000 / len(layout):.1f} ms per partition)", flush=True)
+        kcli_delete_topics(kcli.bootstrap, sorted({topic for topic, _ in layout}))
+    result = CaseResult(case)
+    for name in produced:
+        result.produce[name] = median_rate(produced[name])
+        result.consume[name] = median_rate(consumed[name])
+    return result
+
+
+def median_rate(rates: list[Rate]) -> Rate:
+    return sorted(rates, key=lambda rate: rate.seconds)[len(rates) // 2]
+
+
+def run_benchmark(quick: bool, rounds: int, workdir: Path) -> None:
+    scale = 10 if quick else 1
+    cases = [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
+    latency_seconds = 2.0 if quick else 5.0
+    print(machine_line())
+    print(f"kcli's log dirs under {workdir} ({filesystem_of(workdir)}); the mock keeps its logs in memory")
+    print(f"throughput: median of {rounds} round(s) per case, fresh topics each round")
+    mock = kcli = None
+    try:
+        mock = MockCluster().start()
+        kcli = KcliBroker(workdir / "kcli").start()
+        results = [measure_case(case, rounds, mock, kcli) for case in cases]
+        latency_layout = same_topics("bench-latency", 1, mock, kcli)
+        brokers = {"kcli": kcli.bootstrap, "mock": mock.bootstrap}
+        latency = {(name, wait): measure_latency(bootstrap, latency_layout, latency_seconds, wait) for wait in (DEFAULT_FETCH_WAIT_MS, 1) for name, bootstrap in brokers.items()}
+    finally:
+        if kcli is not None:
+            kcli.stop()
+        if mock is not None:
+            mock.stop()
+    empty_mb, idle_mb = measure_idle_rss(workdir)
+    print_throughput(results)
+    print_latency(latency, latency_seconds)
+    print_rss(empty_mb, idle_mb)
+
+
+def py_spy() -> str | None:
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def top_from_collapsed(path: Path, limit: int = 15) -> tuple[list[tuple[str, int]], list[tuple[str, int]], int]:
+    """(top by self samples, top by cumulative samples, total samples) from py-spy's raw (collapsed) output.
+
+    Frames that enclose the event loop (runpy, click, asyncio.run, ...) hold every main-thread sample
+    and say nothing, so cumulative counts start at the loop's iteration, ``_run_once``. Samples of
+    an idle executor thread are left out."""
+    self_counts: collections.Counter[str] = collections.Counter()
+    cumulative: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        if re.match(r"_worker \(concurrent/futures/thread\.py:\d+\)$", stack.rsplit(";", 1)[-1]):
+            continue  # an idle executor thread blocked in its queue's get(), which py-spy counts as busy
+        # "function (file:line)" -> "function (file)": one entry per function, whatever the line.
+        frames = [re.sub(r":\d+\)$", ")", frame) for frame in stack.split(";")]
+        total += count
+        self_counts[frames[-1]] += count
+        loop = next((i for i, frame in enumerate(frames) if frame.startswith("BaseEventLoop._run_once ")), 0)
+        for frame in set(frames[loop:]):
+            cumulative[frame] += count
+    return self_counts.most_common(limit), cumulative.most_common(limit), total
+
+
+def run_profile(quick: bool, workdir: Path, keep: Path | None) -> None:
+    case = Case(1_000_000 // (10 if quick else 1), 100, "none")
+    print(machine_line())
+    sampler = py_spy()
+    profile_out = workdir / ("profile.txt" if sampler else "profile.pstats")
+    prefix = [sys.executable] if sampler else [sys.executable, "-m", "cProfile", "-o", str(profile_out)]
+    mock = kcli = recorder = None
+    try:
+        mock = MockCluster().start()
+        kcli = KcliBroker(workdir / "kcli", prefix).start()
+        layout = same_topics(f"bench-{case.slug}", partitions_needed(case), mock, kcli)
+        measure_produce(kcli.bootstrap, Case(0, case.value_size, case.compression), layout)  # the warm-up alone
+        if sampler:
+            recorder = subprocess.Popen([sampler, "record", "--format", "raw", "--rate", "250", "--output", str(profile_out), "--pid", str(kcli.pid)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)
+        rate = measure_produce(kcli.bootstrap, case, layout, warmup=False).rate
+        print(f"produce {case.label} to kcli while profiled ({'py-spy' if sampler else 'cProfile'}): {rate.msgs_per_s:,.0f} msgs/s, {rate.mb_per_s:.1f} MB/s")
+    finally:
+        if recorder is not None:
+            stop_process(recorder, signal.SIGINT, timeout=60)
+        if kcli is not None:
+            kcli.stop()
+        if mock is not None:
+            mock.stop()
+    if keep is not None:
+        shutil.copyfile(profile_out, keep)
+        print(f"profile kept in {keep}")
+    if sampler:
+        by_self, by_cumulative, total = top_from_collapsed(profile_out)
+        for title, rows in (("self", by_self), ("cumulative", by_cumulative)):
+            print(f"\ntop {len(rows)} by {title} time ({total} samples at 250 Hz)")
+            for frame, count in rows:
+                print(f"  {100 * count / total:5.1f}%  {frame}")
+    else:
+        import pstats
+
+        stats = pstats.Stats(str(profile_out))
+        for key in ("cumulative", "tottime"):
+            stats.sort_stats(key).print_stats(15)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10x fewer records, for a smoke run")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per throughput case, the median is shown (default 5, 1 with --quick)")
+    parser.add_argument("--dir", default=None, help="where kcli's log dirs go (default: a temporary directory)")
+    parser.add_argument("--profile", action="store_true", help="profile kcli's broker during the 100 B produce case")
+    parser.add_argument("--profile-output", type=Path, default=None, help="with --profile: keep the raw profile here (py-spy's collapsed stacks, or cProfile's pstats)")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="kcli-bench-broker-", dir=args.dir))
+    try:
+        if args.profile:
+            run_profile(args.quick, workdir, args.profile_output)
+        else:
+            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
