@@ -109,7 +109,7 @@ def _zsh_function(spec: CommandSpec) -> str:
 
 
 def zsh_script(root: CommandSpec) -> str:
-    lines = [f"#compdef kcli", f"# zsh completion for kcli ({HEADER})", ""]
+    lines = ["#compdef kcli", f"# zsh completion for kcli ({HEADER})", ""]
     for spec in _walk(root):
         lines.append(f"{_zsh_function(spec)}() {{")
         args = []

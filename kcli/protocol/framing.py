@@ -18,6 +18,7 @@ import struct
 from typing import NamedTuple
 
 from kcli.errors import ErrorCode, KafkaError
+from kcli.protocol.request_check import MalformedRequest, tagged_section_end
 
 SIZE = struct.Struct(">i")
 _HEADER_FIXED = struct.Struct(">hhih")
@@ -72,27 +73,10 @@ def decode_request_header(frame: bytes | memoryview, flexible: bool) -> tuple[Re
 
 
 def skip_tagged_fields(buffer: bytes | memoryview, position: int) -> int:
-    count, position = _read_uvarint(buffer, position)
-    for _ in range(count):
-        _tag, position = _read_uvarint(buffer, position)
-        size, position = _read_uvarint(buffer, position)
-        position += size
-        if position > len(buffer):
-            raise InvalidRequest("tagged field runs past the end of the request")
-    return position
-
-
-def _read_uvarint(buffer: bytes | memoryview, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if position >= len(buffer) or shift > 28:
-            raise InvalidRequest("malformed unsigned varint in request header")
-        byte = buffer[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
+    try:
+        return tagged_section_end(buffer, position, len(buffer))
+    except MalformedRequest as e:
+        raise InvalidRequest(f"request header: {e}") from None
 
 
 def response_header(correlation_id: int, flexible: bool) -> bytes:

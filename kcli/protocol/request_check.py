@@ -178,6 +178,11 @@ def _uvarint(buffer, position: int, end: int, name: str) -> tuple[int, int]:
         shift += 7
 
 
+def tagged_section_end(buffer, position: int, end: int) -> int:
+    """Where a tagged-field section starting at ``position`` ends, its fields unread."""
+    return _tagged_section(buffer, position, end, {})
+
+
 def _tagged_section(buffer, position: int, end: int, tagged: dict[int, Step]) -> int:
     count, position = _uvarint(buffer, position, end, "tagged fields")
     if count > end - position:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcli.errors import CorruptCheckpointError, CorruptIndexError, CorruptRecordError, KcliError, UsageError
+from kcli.errors import CorruptCheckpointError, CorruptRecordError, KcliError, UsageError
 from kcli.output import Output
 from kcli.storage.file_records import FileRecords
 from kcli.storage.index import OffsetIndex, TimeIndex

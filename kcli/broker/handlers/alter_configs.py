@@ -43,19 +43,25 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx, request):
-    broker = ctx.broker
+    return answer_each(ctx.broker, request, "alter configs", _alter)
+
+
+def answer_each(broker, request, what: str, alter) -> dict:
+    """Apply ``alter(broker, resource, validate_only)`` to each resource and answer each on its own:
+    one resource's failure (logged, as Kafka logs it) does not stop the others."""
     duplicated = duplicated_resources(request.resources)
     responses = []
     for resource in request.resources:
+        label = resource_label(resource.resource_type, resource.resource_name)
         try:
             if (resource.resource_type, resource.resource_name) in duplicated:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            _alter(broker, resource, request.validate_only)
+            alter(broker, resource, request.validate_only)
         except KcliError as e:
-            log.info("Error processing alter configs request for resource %s: %s", resource_label(resource.resource_type, resource.resource_name), e)
+            log.info("Error processing %s request for resource %s: %s", what, label, e)
             responses.append(answer(resource, e))
         except Exception:
-            log.exception("Error processing alter configs request for resource %s", resource_label(resource.resource_type, resource.resource_name))
+            log.exception("Error processing %s request for resource %s", what, label)
             responses.append(answer(resource, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR)))
         else:
             responses.append(answer(resource))

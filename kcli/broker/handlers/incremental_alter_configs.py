@@ -24,11 +24,10 @@ import logging
 from kcli.broker import config_describer
 from kcli.broker.config_describer import AlterOp, Op
 from kcli.broker.handlers.alter_configs import (
-    answer,
+    answer_each,
     check_broker_name,
     check_config_names,
     check_no_nulls,
-    duplicated_resources,
     existing_topic_configs,
     topic_config_error,
     write_broker_configs,
@@ -43,9 +42,8 @@ from kcli.broker.handlers.describe_configs import (
     TOPIC,
     logger_exists,
     parse_node_id,
-    resource_label,
 )
-from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.errors import ErrorCode, KafkaError
 
 API_KEY = 44
 VERSIONS = (0, 1)
@@ -54,23 +52,7 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx, request):
-    broker = ctx.broker
-    duplicated = duplicated_resources(request.resources)
-    responses = []
-    for resource in request.resources:
-        try:
-            if (resource.resource_type, resource.resource_name) in duplicated:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            _alter(broker, resource, request.validate_only)
-        except KcliError as e:
-            log.info("Error processing incremental alter configs request for resource %s: %s", resource_label(resource.resource_type, resource.resource_name), e)
-            responses.append(answer(resource, e))
-        except Exception:
-            log.exception("Error processing incremental alter configs request for resource %s", resource_label(resource.resource_type, resource.resource_name))
-            responses.append(answer(resource, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR)))
-        else:
-            responses.append(answer(resource))
-    return {"responses": responses}
+    return answer_each(ctx.broker, request, "incremental alter configs", _alter)
 
 
 def _alter(broker, resource, validate_only: bool) -> None:
