@@ -58,6 +58,7 @@ class Broker:
         self.endpoints: list[tuple[str, str, int]] = []
         self._default_log_config: LogConfig = config.log_config()
         self._tasks: list[asyncio.Task] = []
+        self._logs_loaded = False
         self._stopped = asyncio.Event()
 
     @property
@@ -68,6 +69,15 @@ class Broker:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        # The log dirs are locked before anything in them is read or written, so a second broker
+        # on the same dirs stops here without touching the metadata.
+        self.log_manager = LogManager(
+            self.log_dirs,
+            self._default_log_config,
+            self.topic_log_config,
+            producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
+            load=False,
+        )
         store = EmbeddedStore(self.log_dirs[0])
         self.metadata = ClusterMetadata(
             store,
@@ -77,15 +87,9 @@ class Broker:
         self.metadata.start()
         self.cluster_id = self.metadata.get_or_create_cluster_id()
         self._check_meta_properties()
-        self._default_log_config = self.effective_config().log_config()
-        self.log_manager = await loop.run_in_executor(
-            None, lambda: LogManager(
-                self.log_dirs,
-                self._default_log_config,
-                self.topic_log_config,
-                producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
-            )
-        )
+        self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
+        await loop.run_in_executor(None, self.log_manager.load_logs)
+        self._logs_loaded = True
         self.replica_manager = ReplicaManager(self.id, self.log_manager)
         self.producer_ids = ProducerIdManager(store, self.id)
         self.metadata.become_controller(self.id)
@@ -255,5 +259,7 @@ class Broker:
         if self.metadata is not None:
             self.metadata.close()
         if self.log_manager is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+            # Only logs that were loaded (recovered) may be marked cleanly shut down.
+            finish = self.log_manager.shutdown if self._logs_loaded else self.log_manager.abandon
+            await asyncio.get_running_loop().run_in_executor(None, finish)
         log.info("[KafkaServer id=%d] shut down completed", self.id)

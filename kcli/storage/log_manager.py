@@ -53,7 +53,9 @@ class LogManager:
         *,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         clock: Callable[[], int] = now_ms,
+        load: bool = True,
     ) -> None:
+        """Lock every log dir, then (with ``load``) open every partition log in them."""
         if not log_dirs:
             raise KcliError("log.dirs must name at least one directory")
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
@@ -68,11 +70,21 @@ class LogManager:
             for log_dir in self.log_dirs:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 self._dir_locks.append(_lock_dir(log_dir))
+        except BaseException:
+            self._release_locks()
+            raise
+        if load:
+            self.load_logs()
+
+    def load_logs(self) -> None:
+        """Open (recovering when needed) every partition log of every dir; done once, at start."""
+        try:
             for log_dir in self.log_dirs:
                 self._load_logs(log_dir)
         except BaseException:
             for existing in self._logs.values():
                 existing.close()
+            self._logs.clear()
             self._release_locks()
             raise
 
@@ -222,6 +234,14 @@ class LogManager:
                 partition_log.close()
             for log_dir in self.log_dirs:
                 write_clean_shutdown_marker(log_dir, broker_epoch)
+            self._logs.clear()
+            self._release_locks()
+
+    def abandon(self) -> None:
+        """Close without writing checkpoints or the clean-shutdown marker (a start that failed)."""
+        with self._lock:
+            for partition_log in self._logs.values():
+                partition_log.close()
             self._logs.clear()
             self._release_locks()
 

@@ -131,3 +131,26 @@ def test_missing_properties_file_is_reported(tmp_path, flag):
     assert result.returncode != 0
     assert "nope.properties" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_second_broker_on_the_same_log_dir_stops_without_touching_it(tmp_path):
+    data = tmp_path / "data"
+    first = BrokerProcess(data).start()
+    try:
+        _create(first.bootstrap, "owned", 1)
+        metadata_before = (data / "metadata.json").read_bytes()
+        result = subprocess.run(
+            [sys.executable, "-m", "kcli", "broker", "start", "--override", f"log.dirs={data}", "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert result.returncode == 1
+        assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
+            f"Error: Failed to acquire lock on file .lock in {data}. A Kafka instance in another process or thread is using this directory."
+        ]
+        assert (data / "metadata.json").read_bytes() == metadata_before
+        assert not has_clean_shutdown_marker(data)
+        assert _produce(first.bootstrap, "owned", [b"still served"]) == [0]
+    finally:
+        first.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kcli.errors import KcliError
-from kcli.storage.checkpoints import read_offset_checkpoint
+from kcli.storage.checkpoints import has_clean_shutdown_marker, read_offset_checkpoint
 from kcli.storage.log_config import LogConfig
 from kcli.storage.log_manager import LogManager
 from kcli.storage.records import NewRecord, build_batch
@@ -172,3 +172,13 @@ def test_a_log_dir_is_locked_while_in_use(tmp_path):
         LogManager(dirs(tmp_path))
     manager.shutdown()
     LogManager(dirs(tmp_path)).shutdown()
+
+
+def test_a_manager_that_never_loaded_leaves_no_marker_and_frees_its_dirs(tmp_path):
+    unloaded = LogManager([tmp_path], load=False)
+    assert unloaded.all_logs() == []
+    unloaded.abandon()
+    assert not has_clean_shutdown_marker(tmp_path)
+    again = LogManager([tmp_path])  # the lock was released
+    again.shutdown()
+    assert has_clean_shutdown_marker(tmp_path)
