@@ -18,10 +18,11 @@ produce every partition gets a few untimed records (see _loadgen.warm_up; the ti
 printed per round, since a fresh partition's first appends create and extend its files), and dirty
 pages are written back (os.sync) so that no run pays for the previous one's.
 
-Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--profile [--profile-output FILE]]
+Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--override K=V ...] [--profile [--profile-output FILE]]
   --quick    10x fewer records and one round (a smoke run)
   --rounds   rounds per throughput case on fresh topics, the median shown (default 5)
   --dir      where kcli's log dirs go (default: a temporary directory; /dev/shm takes the disk out)
+  --override a broker config for kcli's broker (repeatable), e.g. fetch.max.bytes=4194304
   --profile  only the 100 B produce case against kcli, sampled with py-spy (or cProfile when
              py-spy is missing); prints the top functions by self and cumulative time
 """
@@ -97,9 +98,10 @@ def stop_process(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: 
 class KcliBroker:
     """``kcli broker start`` on 127.0.0.1 and a free port, optionally under a profiler's command."""
 
-    def __init__(self, log_dir: Path, prefix: list[str] | None = None) -> None:
+    def __init__(self, log_dir: Path, prefix: list[str] | None = None, overrides: list[str] | None = None) -> None:
         self.log_dir = log_dir
         self.prefix = prefix or [sys.executable]
+        self.overrides = overrides or []
         self.port = 0
         self.process: subprocess.Popen | None = None
         self.log_tail: collections.deque[str] = collections.deque(maxlen=60)
@@ -115,6 +117,8 @@ class KcliBroker:
 
     def start(self, timeout: float = 60.0) -> KcliBroker:
         args = [*self.prefix, "-m", "kcli", "broker", "start", "--override", f"log.dirs={self.log_dir}", "--override", "listeners=PLAINTEXT://127.0.0.1:0"]
+        for override in self.overrides:
+            args += ["--override", override]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         threading.Thread(target=self._read_log, daemon=True).start()
         if not self._started.wait(timeout) or self.process.poll() is not None:
@@ -304,9 +308,9 @@ def produce_one_each(bootstrap: str, counts: dict[str, int]) -> None:
         raise RuntimeError("records to the idle partitions were not all delivered")
 
 
-def measure_idle_rss(workdir: Path) -> tuple[float, float]:
+def measure_idle_rss(workdir: Path, overrides: list[str]) -> tuple[float, float]:
     """VmRSS (MB) of a fresh kcli broker with no topics, then holding 10 x 100 partitions of one record each."""
-    broker = KcliBroker(workdir / "kcli-rss").start()
+    broker = KcliBroker(workdir / "kcli-rss", overrides=overrides).start()
     try:
         time.sleep(1)
         empty = vm_rss_mb(broker.pid)
@@ -411,7 +415,7 @@ def median_rate(rates: list[Rate]) -> Rate:
     return sorted(rates, key=lambda rate: rate.seconds)[len(rates) // 2]
 
 
-def run_benchmark(quick: bool, rounds: int, workdir: Path) -> None:
+def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str]) -> None:
     scale = 10 if quick else 1
     cases = [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
     latency_seconds = 2.0 if quick else 5.0
@@ -421,7 +425,7 @@ def run_benchmark(quick: bool, rounds: int, workdir: Path) -> None:
     mock = kcli = None
     try:
         mock = MockCluster().start()
-        kcli = KcliBroker(workdir / "kcli").start()
+        kcli = KcliBroker(workdir / "kcli", overrides=overrides).start()
         results = [measure_case(case, rounds, mock, kcli) for case in cases]
         latency_layout = same_topics("bench-latency", 1, mock, kcli)
         brokers = {"kcli": kcli.bootstrap, "mock": mock.bootstrap}
@@ -431,7 +435,7 @@ def run_benchmark(quick: bool, rounds: int, workdir: Path) -> None:
             kcli.stop()
         if mock is not None:
             mock.stop()
-    empty_mb, idle_mb = measure_idle_rss(workdir)
+    empty_mb, idle_mb = measure_idle_rss(workdir, overrides)
     print_throughput(results)
     print_latency(latency, latency_seconds)
     print_rss(empty_mb, idle_mb)
@@ -468,7 +472,7 @@ def top_from_collapsed(path: Path, limit: int = 15) -> tuple[list[tuple[str, int
     return self_counts.most_common(limit), cumulative.most_common(limit), total
 
 
-def run_profile(quick: bool, workdir: Path, keep: Path | None) -> None:
+def run_profile(quick: bool, workdir: Path, keep: Path | None, overrides: list[str]) -> None:
     case = Case(1_000_000 // (10 if quick else 1), 100, "none")
     print(machine_line())
     sampler = py_spy()
@@ -477,7 +481,7 @@ def run_profile(quick: bool, workdir: Path, keep: Path | None) -> None:
     mock = kcli = recorder = None
     try:
         mock = MockCluster().start()
-        kcli = KcliBroker(workdir / "kcli", prefix).start()
+        kcli = KcliBroker(workdir / "kcli", prefix, overrides).start()
         layout = same_topics(f"bench-{case.slug}", partitions_needed(case), mock, kcli)
         measure_produce(kcli.bootstrap, Case(0, case.value_size, case.compression), layout)  # the warm-up alone
         if sampler:
@@ -515,14 +519,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="rounds per throughput case, the median is shown (default 5, 1 with --quick)")
     parser.add_argument("--dir", default=None, help="where kcli's log dirs go (default: a temporary directory)")
     parser.add_argument("--profile", action="store_true", help="profile kcli's broker during the 100 B produce case")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a broker config for kcli's broker, e.g. fetch.max.bytes=4194304 (repeatable)")
     parser.add_argument("--profile-output", type=Path, default=None, help="with --profile: keep the raw profile here (py-spy's collapsed stacks, or cProfile's pstats)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kcli-bench-broker-", dir=args.dir))
     try:
         if args.profile:
-            run_profile(args.quick, workdir, args.profile_output)
+            run_profile(args.quick, workdir, args.profile_output, args.override)
         else:
-            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir)
+            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir, args.override)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
