@@ -45,7 +45,7 @@ from kcli.storage.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from kcli.storage.varint import decode_varint, encode_varint
+from kcli.storage.varint import decode_varint
 
 LONG_MAX = 2**63 - 1
 # A record's body holds at least attributes, timestamp delta, offset delta, key length, value
@@ -323,28 +323,16 @@ def _check_client_batch(batch: RecordBatch, partition: str) -> None:
 
 # -- the records ------------------------------------------------------------------------------------
 
-_offset_delta_encodings: list[bytes] = []
-
-
-def _encoded_offset_deltas(count: int) -> list[bytes]:
-    """The varint encodings of 0..count-1, grown as larger batches come."""
-    table = _offset_delta_encodings
-    if len(table) < count:
-        table.extend(encode_varint(i) for i in range(len(table), max(count, 2 * len(table), 1024)))
-    return table
-
-
 def walk_records(data: bytes | bytearray, start: int, end: int, count: int) -> None:
     """Check the framing of an uncompressed records section without decoding the records.
 
-    Each record's length prefix must lead to the next, the ``count`` records must end exactly at
-    ``end``, and record i must have offset delta i. Keys, values and headers are skipped. Raises
+    Each record's length prefix must lead to the next, and the ``count`` records must end exactly
+    at ``end``. Offset deltas are not compared with the record's place, as Kafka does not for
+    uncompressed batches: the consumer reads offsets from the batch header and the deltas. Raises
     InvalidRecordError.
     """
     # Varints are inlined for their one- and two-byte forms; this loop runs once per record on the
     # produce path.
-    deltas = _encoded_offset_deltas(count)
-    starts_with = data.startswith
     pos = start
     i = 0
     try:
@@ -359,21 +347,9 @@ def walk_records(data: bytes | bytearray, start: int, end: int, count: int) -> N
                 length = (b >> 1) ^ -(b & 1)
             else:
                 length, p = decode_varint(data, pos)
-            record_end = p + length
-            if length < _MIN_RECORD_BODY or record_end > end:
-                raise InvalidRecordError(f"record {i} of length {length} at position {pos} does not fit in its batch")
-            p += 1  # attributes
-            b = data[p]
-            if b < 0x80:
-                p += 1
-            elif data[p + 1] < 0x80:
-                p += 2
-            else:
-                _, p = decode_varint(data, p)
-            if not starts_with(deltas[i], p):
-                offset_delta, _ = decode_varint(data, p)
-                raise InvalidRecordError(f"record {i} of the batch has offset delta {offset_delta}; the deltas must run 0..{count - 1} in order")
-            pos = record_end
+            pos = p + length
+            if length < _MIN_RECORD_BODY or pos > end:
+                raise InvalidRecordError(f"record {i} of length {length} at position {p} does not fit in its batch")
     except (IndexError, CorruptRecordError):
         raise InvalidRecordError(f"record {i} runs past the end of its batch") from None
     if pos != end:
