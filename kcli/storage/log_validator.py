@@ -45,7 +45,7 @@ from kcli.storage.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from kcli.storage.varint import decode_varint
+from kcli.storage.varint import decode_varint, encode_varint
 
 LONG_MAX = 2**63 - 1
 # A record's body holds at least attributes, timestamp delta, offset delta, key length, value
@@ -240,8 +240,12 @@ class _Append(NamedTuple):
         codec = batch.compression
         target = codec if batch.is_control else target_compression(self.config.compression_type, codec)
         position, size = batch.position, batch.size_in_bytes
-        if codec == CompressionType.NONE and target == codec and not self.rules.needs_records(batch):
-            walk_records(self.data, position + RECORD_BATCH_OVERHEAD, position + size, batch.record_count)
+        if target == codec and not self.rules.needs_records(batch):
+            if codec == CompressionType.NONE:
+                walk_records(self.data, position + RECORD_BATCH_OVERHEAD, position + size, batch.record_count)
+            else:
+                section = batch.records_bytes()  # a codec failure stays a CorruptRecordError
+                walk_records(section, 0, len(section), batch.record_count, check_offset_deltas=True)
             fields = None
         else:
             fields = _decode_records(batch, self.partition)
@@ -323,16 +327,29 @@ def _check_client_batch(batch: RecordBatch, partition: str) -> None:
 
 # -- the records ------------------------------------------------------------------------------------
 
-def walk_records(data: bytes | bytearray, start: int, end: int, count: int) -> None:
-    """Check the framing of an uncompressed records section without decoding the records.
+_offset_delta_encodings: list[bytes] = []
+
+
+def _encoded_offset_deltas(count: int) -> list[bytes]:
+    """The varint encodings of 0..count-1, grown as larger batches come."""
+    table = _offset_delta_encodings
+    if len(table) < count:
+        table.extend(encode_varint(i) for i in range(len(table), max(count, 2 * len(table), 1024)))
+    return table
+
+
+def walk_records(data: bytes | bytearray, start: int, end: int, count: int, *, check_offset_deltas: bool = False) -> None:
+    """Check the framing of a records section without decoding the records.
 
     Each record's length prefix must lead to the next, and the ``count`` records must end exactly
-    at ``end``. Offset deltas are not compared with the record's place, as Kafka does not for
-    uncompressed batches: the consumer reads offsets from the batch header and the deltas. Raises
+    at ``end``. With ``check_offset_deltas`` record i must also have offset delta i: kcli asks that
+    of compressed batches (whose inner offsets Kafka validates); like Kafka it does not ask it of
+    uncompressed ones, whose consumers take offsets from the header and the deltas. Raises
     InvalidRecordError.
     """
     # Varints are inlined for their one- and two-byte forms; this loop runs once per record on the
     # produce path.
+    deltas = _encoded_offset_deltas(count) if check_offset_deltas else None
     pos = start
     i = 0
     try:
@@ -350,6 +367,18 @@ def walk_records(data: bytes | bytearray, start: int, end: int, count: int) -> N
             pos = p + length
             if length < _MIN_RECORD_BODY or pos > end:
                 raise InvalidRecordError(f"record {i} of length {length} at position {p} does not fit in its batch")
+            if deltas is not None:  # inlined: the attributes byte, the timestamp delta, then the offset delta
+                p += 1
+                b = data[p]
+                if b < 0x80:
+                    p += 1
+                elif data[p + 1] < 0x80:
+                    p += 2
+                else:
+                    _, p = decode_varint(data, p)
+                if not data.startswith(deltas[i], p):
+                    offset_delta, _ = decode_varint(data, p)
+                    raise InvalidRecordError(f"record {i} of the batch has offset delta {offset_delta}; the deltas must run 0..{count - 1} in order")
     except (IndexError, CorruptRecordError):
         raise InvalidRecordError(f"record {i} runs past the end of its batch") from None
     if pos != end:

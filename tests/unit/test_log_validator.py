@@ -221,15 +221,28 @@ def test_walk_records_follows_length_prefixes():
         walk_records(big[:-1], 61, len(big) - 1, 3)
 
 
-def test_a_plain_batch_is_not_decoded_on_the_append_path(monkeypatch):
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.LZ4, CompressionType.ZSTD])
+def test_a_batch_no_rule_needs_is_walked_not_decoded(monkeypatch, codec):
     def no_decoding(*args, **kwargs):
         raise AssertionError("records were decoded")
 
     monkeypatch.setattr(log_validator, "decode_record_fields", no_decoding)
-    result = validate(build_batch(records(5)))
+    result = validate(build_batch(records(5), compression=codec))
     assert result.record_count == 5
     with pytest.raises(AssertionError, match="records were decoded"):
-        validate(build_batch(records(5)), LogConfig(cleanup_policy=("compact",)))
+        validate(build_batch(records(5), compression=codec), LogConfig(cleanup_policy=("compact",)))
+
+
+def test_a_compressed_batch_whose_records_do_not_fill_it_is_refused():
+    from kcli.storage.compression import compress
+
+    section = bytes(build_batch(records(3)))[61:]
+    shorter = bytearray(build_batch(records(2), compression=CompressionType.LZ4))
+    # The same header (count 2) over a compressed section holding 3 records.
+    data = bytes(shorter[:61]) + compress(CompressionType.LZ4, section)
+    data = with_field(data, ">i", 8, len(data) - 12)
+    with pytest.raises(InvalidRecordError, match="bytes remain after the 2 records"):
+        validate(data)
 
 
 def test_a_compacted_topic_rejects_records_without_keys_and_names_each():
