@@ -1,0 +1,187 @@
+"""The broker's frame reader (server.Connection): frames cut out of a byte stream however it is split."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kcli.broker import server
+from kcli.broker.server import CloseConnection, Connection
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.paused = False
+        self.pause_calls = 0
+        self.written: list[bytes] = []
+        self.closed = False
+
+    def get_extra_info(self, name: str):
+        return ("127.0.0.1", 5555) if name == "peername" else None
+
+    def pause_reading(self) -> None:
+        self.paused = True
+        self.pause_calls += 1
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def write(self, data: bytes) -> None:
+        self.written.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeServer:
+    def __init__(self, max_request_size: int = 100 << 20) -> None:
+        self.max_request_size = max_request_size
+
+    async def serve(self, connection: Connection) -> None:
+        pass
+
+
+def framed(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def feed(connection: Connection, data: bytes) -> None:
+    """Deliver ``data`` as the event loop would: into the buffers the protocol hands out."""
+    while data:
+        buffer = connection.get_buffer(len(data))
+        n = min(len(buffer), len(data))
+        buffer[:n] = data[:n]
+        connection.buffer_updated(n)
+        data = data[n:]
+
+
+async def open_connection(max_request_size: int = 100 << 20) -> tuple[Connection, FakeTransport]:
+    connection = Connection(FakeServer(max_request_size))
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    await asyncio.sleep(0)
+    return connection, transport
+
+
+async def read_all(connection: Connection, count: int) -> list[bytes]:
+    return [bytes(await connection.next_frame()) for _ in range(count)]
+
+
+def random_body(size: int, seed: int) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+# Small frames and frames larger than half the receive buffer (received into their own buffers).
+sizes = st.one_of(st.integers(0, 300), st.integers(server.RECEIVE_BUFFER_BYTES // 2, server.RECEIVE_BUFFER_BYTES * 3))
+bodies = st.lists(st.builds(random_body, sizes, st.integers(0, 2**32)), min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bodies=bodies, cuts=st.lists(st.integers(min_value=1, max_value=200_000), max_size=20))
+def test_frames_come_out_whole_and_in_order_however_the_stream_is_split(bodies, cuts):
+    async def scenario() -> list[bytes]:
+        connection, transport = await open_connection()
+        stream = b"".join(framed(body) for body in bodies)
+        positions = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+        received: list[bytes] = []
+        for start, end in zip(positions, positions[1:]):
+            feed(connection, stream[start:end])
+            while connection._frames:  # what the serving task would take as the loop runs
+                received.append(bytes(await connection.next_frame()))
+            assert not transport.paused
+        return received
+
+    assert asyncio.run(scenario()) == bodies
+
+
+def test_a_large_frame_is_received_into_its_own_buffer():
+    async def scenario():
+        connection, _ = await open_connection()
+        body = bytes(range(256)) * 1024  # 256 KiB, larger than the receive buffer
+        feed(connection, framed(body)[:1000])
+        assert connection._large is not None and len(connection._large) == len(body)
+        feed(connection, framed(body)[1000:])
+        frame = await connection.next_frame()
+        return frame, body
+
+    frame, body = asyncio.run(scenario())
+    assert isinstance(frame, memoryview) and frame.readonly
+    assert bytes(frame) == body
+
+
+def test_a_size_prefix_over_the_limit_closes_after_the_earlier_frames():
+    async def scenario():
+        connection, transport = await open_connection(max_request_size=1000)
+        feed(connection, framed(b"first") + struct.pack(">i", 1001) + b"rest")
+        first = bytes(await connection.next_frame())
+        try:
+            await connection.next_frame()
+        except CloseConnection as e:
+            return first, str(e), transport.paused
+        raise AssertionError("no CloseConnection")
+
+    first, message, paused = asyncio.run(scenario())
+    assert first == b"first"
+    assert "request size 1001 is outside 0..1000" in message
+    assert paused
+
+
+def test_a_negative_size_prefix_closes():
+    async def scenario():
+        connection, _ = await open_connection()
+        feed(connection, struct.pack(">i", -1))
+        await connection.next_frame()
+
+    try:
+        asyncio.run(scenario())
+    except CloseConnection as e:
+        assert "request size -1" in str(e)
+    else:
+        raise AssertionError("no CloseConnection")
+
+
+def test_reading_pauses_while_frames_wait_and_resumes_as_they_are_taken():
+    async def scenario():
+        connection, transport = await open_connection()
+        feed(connection, b"".join(framed(b"x%d" % i) for i in range(server.MAX_QUEUED_FRAMES)))
+        paused_when_full = transport.paused
+        await connection.next_frame()
+        return paused_when_full, transport.paused
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+def test_end_of_stream_ends_the_frames():
+    async def scenario():
+        connection, _ = await open_connection()
+        feed(connection, framed(b"last") + b"\x00\x00")  # a partial size prefix at the end
+        connection.eof_received()
+        return bytes(await connection.next_frame()), await connection.next_frame()
+
+    assert asyncio.run(scenario()) == (b"last", None)
+
+
+def test_drain_waits_while_the_transport_is_full_and_fails_once_the_connection_is_lost():
+    async def scenario():
+        connection, _ = await open_connection()
+        connection.pause_writing()
+        waiting = asyncio.ensure_future(connection.drain())
+        await asyncio.sleep(0)
+        blocked = not waiting.done()
+        connection.resume_writing()
+        await waiting
+        connection.pause_writing()
+        lost = asyncio.ensure_future(connection.drain())
+        await asyncio.sleep(0)
+        connection.connection_lost(None)
+        try:
+            await lost
+        except ConnectionResetError:
+            return blocked, True
+        return blocked, False
+
+    assert asyncio.run(scenario()) == (True, True)
