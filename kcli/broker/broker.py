@@ -30,6 +30,7 @@ from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server
 from kcli.errors import KcliError
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
+from kcli.storage.log_cleaner import CleanerConfig
 from kcli.storage.log_config import LogConfig
 from kcli.storage.log_manager import LogManager
 
@@ -90,6 +91,7 @@ class Broker:
         self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
         await loop.run_in_executor(None, self.log_manager.load_logs)
         self._logs_loaded = True
+        self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
         self.replica_manager = ReplicaManager(self.id, self.log_manager)
         self.producer_ids = ProducerIdManager(store, self.id)
         self.metadata.become_controller(self.id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import shutil
 import threading
 import uuid
@@ -41,7 +42,16 @@ from kcli.storage.producer_state import (
     ProducerStateManager,
 )
 from kcli.storage.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, RecordBatch, read_batch
-from kcli.storage.segment import DELETED_FILE_SUFFIX, FetchDataInfo, LogOffsetMetadata, LogSegment, now_ms
+from kcli.storage.segment import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    FetchDataInfo,
+    LogOffsetMetadata,
+    LogSegment,
+    now_ms,
+)
+from kcli.storage.transaction_index import AbortedTxn, read_aborted_txns
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,14 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+class LastRecord(NamedTuple):
+    """What the cleaner keeps for an active producer: the offset of its last data batch (None
+    when its last batch was a transaction marker) and its epoch (Kafka's LastRecord)."""
+
+    last_data_offset: int | None
+    producer_epoch: int
 
 
 class LogAppendInfo(NamedTuple):
@@ -209,6 +227,22 @@ class Log:
             return self._high_watermark
 
     @property
+    def last_stable_offset(self) -> int:
+        """The first offset of a transaction still open, when below the high watermark; else the
+        high watermark (Kafka's lastStableOffset)."""
+        with self._lock:
+            unstable = [e.current_txn_first_offset for e in self._producer_state.producers.values() if e.current_txn_first_offset >= 0]
+            first_unstable = min(unstable, default=None)
+            if first_unstable is not None and first_unstable < self._high_watermark:
+                return first_unstable
+            return self._high_watermark
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The log's lock: the cleaner holds it while it reads segment indexes."""
+        return self._lock
+
+    @property
     def last_flush_time(self) -> int:
         return self._last_flush_time
 
@@ -223,6 +257,26 @@ class Log:
     @property
     def active_segment(self) -> LogSegment:
         return self._segments[-1]
+
+    def segments_between(self, from_offset: int, to_offset: int) -> list[LogSegment]:
+        """The segments from the one holding ``from_offset`` to the last based below ``to_offset``
+        (Kafka's logSegments(from, to)); none when the offsets are equal."""
+        if to_offset < from_offset:
+            raise ValueError(f"Invalid log segment range: requested segments in {self.dir.name} from offset {from_offset} which is greater than limit offset {to_offset}")
+        with self._lock:
+            if from_offset == to_offset:
+                return []
+            first = max(0, bisect.bisect_right(self._base_offsets, from_offset) - 1)
+            end = bisect.bisect_left(self._base_offsets, to_offset)
+            return self._segments[first:end]
+
+    def non_active_segments_from(self, offset: int) -> list[LogSegment]:
+        """The segments from the one holding ``offset`` up to, not including, the active one."""
+        with self._lock:
+            active_base = self._segments[-1].base_offset
+            if offset > active_base:
+                return []
+            return self.segments_between(offset, active_base)
 
     @property
     def size(self) -> int:
@@ -690,17 +744,93 @@ class Log:
         self._increment_log_start_offset(self._segments[0].base_offset)
         return count
 
-    def _delete_segments_async(self, segments: list[LogSegment]) -> None:
+    def _delete_segments_async(self, segments: list[LogSegment], keep_snapshots_at: frozenset[int] = frozenset(), on_each: Callable[[], None] | None = None) -> None:
         """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms``: a read or sendfile
-        still using the files finishes first. Their producer snapshots go at once: nothing reads
-        them but a later load."""
+        still using the files finishes first. Their producer snapshots go at once (except those at
+        ``keep_snapshots_at``, where a replacing segment starts): nothing reads them but a later load."""
         due = self._clock() + self.config.file_delete_delay_ms
         for segment in segments:
-            self._producer_state.delete_snapshot(segment.base_offset)
-            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            if segment.base_offset not in keep_snapshots_at:
+                self._producer_state.delete_snapshot(segment.base_offset)
+            if not segment.has_suffix(DELETED_FILE_SUFFIX):
+                segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletes.append((due, segment))
+            if on_each is not None:
+                on_each()
         if self.config.file_delete_delay_ms == 0:
             self.delete_pending_segments()
+
+    # -- compaction --------------------------------------------------------------------------------
+
+    def replace_segments(
+        self,
+        new_segments: list[LogSegment],
+        old_segments: list[LogSegment],
+        on_step: Callable[[str], None] | None = None,
+        old_sizes: list[int] | None = None,
+    ) -> bool:
+        """Swap the cleaner's ``.cleaned`` segments in for ``old_segments`` (Kafka's replaceSegments).
+
+        The order makes a crash at any point recoverable by ``log_loader``: the new files are
+        renamed ``.cleaned`` -> ``.swap`` (highest offset first, so a swap left beside a
+        ``.cleaned`` file is known to be incomplete and discarded); the old segments are renamed
+        ``.deleted`` (removed later, as retention's are); the ``.swap`` files then lose their
+        suffix. Readers see the old or the new segments, never a mix: it all happens under the
+        log's lock. ``on_step`` is called after each step (``swap``, ``deleted`` per old segment,
+        ``replaced``).
+
+        Returns False, touching nothing, when the log is closed, or one of ``old_segments`` has left
+        it or no longer has its size in ``old_sizes`` (a retention or truncation that did not pause
+        the cleaner got there first): the new segments would bring back offsets the log no longer has.
+        """
+        new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+        with self._lock:
+            present = {id(s) for s in self._segments}
+            if self._closed or any(id(s) not in present for s in old_segments):
+                return False
+            if old_sizes is not None and [s.size for s in old_segments] != list(old_sizes):
+                return False
+            old_sorted = sorted(old_segments, key=lambda s: s.base_offset)
+            for segment in reversed(new_sorted):
+                segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+            _sync_dir(self.dir)
+            if on_step is not None:
+                on_step("swap")
+            doomed = {id(s) for s in old_sorted}
+            kept = [s for s in self._segments if id(s) not in doomed]
+            self._segments = sorted(kept + new_sorted, key=lambda s: s.base_offset)
+            self._base_offsets = [s.base_offset for s in self._segments]
+            replaced = frozenset(s.base_offset for s in new_sorted)
+            self._delete_segments_async(old_sorted, keep_snapshots_at=replaced, on_each=(lambda: on_step("deleted")) if on_step else None)
+            for segment in new_sorted:
+                segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+            _sync_dir(self.dir)
+            if on_step is not None:
+                on_step("replaced")
+            return True
+
+    def last_records_of_active_producers(self) -> dict[int, LastRecord]:
+        """Producer id -> its last data offset and epoch, for the cleaner to keep those batches."""
+        with self._lock:
+            return {
+                pid: LastRecord(entry.last_data_offset if entry.last_data_offset >= 0 else None, entry.producer_epoch)
+                for pid, entry in self._producer_state.producers.items()
+            }
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions (from the segments' ``.txnindex``) that overlap [start, upper bound)."""
+        with self._lock:
+            first = max(0, bisect.bisect_right(self._base_offsets, start_offset) - 1)
+            segments = [s for s in self._segments[first:] if s.base_offset < upper_bound_offset]
+        found = []
+        for segment in segments:
+            path = segment.txn_index_path
+            if not path.exists():
+                continue
+            for txn in read_aborted_txns(path):
+                if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset:
+                    found.append(txn)
+        return found
 
     def delete_pending_segments(self, now: int | None = None, force: bool = False) -> int:
         """Remove the ``.deleted`` files whose delay is over (all with ``force``)."""
@@ -781,6 +911,14 @@ class Log:
 
     def __repr__(self) -> str:
         return f"Log({self.dir.name}, start={self._log_start_offset}, end={self._log_end_offset}, hw={self._high_watermark})"
+
+
+def _sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _check_topic_id(directory: Path, topic_id: uuid.UUID | None) -> uuid.UUID | None:

@@ -4,8 +4,10 @@ Each log dir is locked (``.lock``) while in use. At start the manager loads ever
 ``<topic>-<partition>`` directory, with the recovery point and log start offset of the dir's
 checkpoint files; when ``.kafka_cleanshutdown`` is there the logs skip recovery, and the marker is
 removed once they are loaded. The periodic work (flush, retention, checkpoints) is plain methods
-for the broker to schedule. ``shutdown`` flushes, writes the checkpoints, closes the logs and
-writes the marker.
+for the broker to schedule. ``start_cleaner`` starts the log cleaner's threads, which compact the
+logs whose ``cleanup.policy`` includes ``compact`` and run retention on them; deleting or
+truncating a log stops its cleaning first. ``shutdown`` stops the cleaner, flushes, writes the
+checkpoints, closes the logs and writes the marker.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kcli.storage.checkpoints import (
     write_offset_checkpoint,
 )
 from kcli.storage.log import Log, log_dir_name, parse_topic_partition_name
+from kcli.storage.log_cleaner import CleanerConfig, LogCleaner, StepHook
 from kcli.storage.log_config import LogConfig
 from kcli.storage.segment import now_ms
 
@@ -66,6 +69,7 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_locks: list[int] = []
+        self._cleaner: LogCleaner | None = None
         try:
             for log_dir in self.log_dirs:
                 log_dir.mkdir(parents=True, exist_ok=True)
@@ -185,13 +189,85 @@ class LogManager:
         return min(self.log_dirs, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove the partition's log and its files; False when there is none."""
+        """Remove the partition's log and its files (its cleaning stopped first, its cleaner
+        checkpoint entry removed); False when there is none."""
         with self._lock:
             partition_log = self._logs.pop((topic, partition), None)
         if partition_log is None:
             return False
+        cleaner = self._cleaner
+        if cleaner is not None:
+            cleaner.abort_cleaning((topic, partition))
+            cleaner.update_checkpoints(partition_log.dir.parent, remove=(topic, partition))
         partition_log.delete()
         return True
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
+        """Truncate the partition's log to ``offset`` (a follower's truncation); cleaning is paused
+        meanwhile when the truncation reaches below the active segment, and the cleaner checkpoint
+        lowered. False when the log does not exist or already ends there."""
+        partition_log = self.get_log(topic, partition)
+        if partition_log is None:
+            return False
+        key = (topic, partition)
+        cleaner = self._cleaner
+        stop_cleaner = cleaner is not None and offset < partition_log.active_segment.base_offset
+        if stop_cleaner:
+            cleaner.abort_and_pause_cleaning(key)
+            log.info("The cleaning for partition %s-%d is aborted and paused", topic, partition)
+        try:
+            truncated = partition_log.truncate_to(offset)
+            if stop_cleaner:
+                cleaner.maybe_truncate_checkpoint(partition_log.dir.parent, key, partition_log.active_segment.base_offset)
+        finally:
+            if stop_cleaner:
+                cleaner.resume_cleaning([key])
+                log.info("Cleaning for partition %s-%d is resumed", topic, partition)
+        if truncated:
+            self._checkpoint_recovery_points_in(partition_log.dir.parent)
+        return truncated
+
+    def truncate_fully_and_start_at(self, topic: str, partition: int, new_offset: int) -> bool:
+        """Empty the partition's log and start it at ``new_offset``, its cleaning paused meanwhile
+        and its cleaner checkpoint lowered; False when the log does not exist."""
+        partition_log = self.get_log(topic, partition)
+        if partition_log is None:
+            return False
+        key = (topic, partition)
+        cleaner = self._cleaner
+        if cleaner is not None:
+            cleaner.abort_and_pause_cleaning(key)
+        try:
+            partition_log.truncate_fully_and_start_at(new_offset)
+            if cleaner is not None:
+                cleaner.maybe_truncate_checkpoint(partition_log.dir.parent, key, partition_log.active_segment.base_offset)
+        finally:
+            if cleaner is not None:
+                cleaner.resume_cleaning([key])
+        self._checkpoint_recovery_points_in(partition_log.dir.parent)
+        return True
+
+    # -- the log cleaner ---------------------------------------------------------------------------
+
+    @property
+    def cleaner(self) -> LogCleaner | None:
+        return self._cleaner
+
+    def start_cleaner(self, config: CleanerConfig, *, step_hook: StepHook | None = None) -> LogCleaner | None:
+        """Start the log cleaner (``log.cleaner.enable``): ``log.cleaner.threads`` threads compact
+        the compacted logs and run their retention. Returns it, or None when disabled."""
+        if not config.enable_cleaner or self._cleaner is not None:
+            return self._cleaner
+        cleaner = LogCleaner(config, self.log_dirs, self.all_logs, clock=self._clock, step_hook=step_hook)
+        cleaner.startup()
+        self._cleaner = cleaner
+        return cleaner
+
+    def stop_cleaner(self, timeout: float = 30.0) -> None:
+        """Stop the cleaner threads, each aborting the cleaning it has under way (bounded wait)."""
+        cleaner, self._cleaner = self._cleaner, None
+        if cleaner is not None:
+            cleaner.shutdown(timeout)
 
     # -- periodic work -----------------------------------------------------------------------------
 
@@ -201,18 +277,36 @@ class LogManager:
         return sum(1 for partition_log in self.all_logs() if partition_log.maybe_flush(now))
 
     def cleanup_logs(self, now: int | None = None) -> int:
-        """Retention: delete old segments of every log and remove files whose delete delay passed."""
+        """Retention: delete old segments and remove files whose delete delay passed.
+
+        With the cleaner running, compacted logs are left to it (it runs their retention between
+        cleanings, as Kafka does) and the others are paused for the cleaner meanwhile; without it,
+        every log goes through retention here.
+        """
         now = self._clock() if now is None else now
         deleted = 0
+        cleaner = self._cleaner
+        if cleaner is None:
+            for partition_log in self.all_logs():
+                deleted += partition_log.delete_old_segments(now)
+        else:
+            paused = cleaner.pause_cleaning_for_non_compacted_partitions()
+            try:
+                for partition_log in paused:
+                    deleted += partition_log.delete_old_segments(now)
+            finally:
+                cleaner.resume_cleaning([(l.topic, l.partition) for l in paused])
         for partition_log in self.all_logs():
-            deleted += partition_log.delete_old_segments(now)
             partition_log.delete_pending_segments(now)
         return deleted
 
     def checkpoint_recovery_points(self) -> None:
         for log_dir in self.log_dirs:
-            logs = self.logs_in_dir(log_dir)
-            write_offset_checkpoint(log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT, {(l.topic, l.partition): l.recovery_point for l in logs})
+            self._checkpoint_recovery_points_in(log_dir)
+
+    def _checkpoint_recovery_points_in(self, log_dir: Path) -> None:
+        logs = self.logs_in_dir(log_dir)
+        write_offset_checkpoint(log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT, {(l.topic, l.partition): l.recovery_point for l in logs})
 
     def checkpoint_log_start_offsets(self) -> None:
         """Write the log start offsets that are above their first segment (only those, as Kafka)."""
@@ -223,7 +317,9 @@ class LogManager:
             write_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, offsets)
 
     def shutdown(self, broker_epoch: int | None = None) -> None:
-        """Flush and close every log, write the checkpoints, then mark each dir cleanly shut down."""
+        """Stop the cleaner, flush and close every log, write the checkpoints, then mark each dir
+        cleanly shut down."""
+        self.stop_cleaner()
         with self._lock:
             logs = list(self._logs.values())
             for partition_log in logs:
@@ -239,6 +335,7 @@ class LogManager:
 
     def abandon(self) -> None:
         """Close without writing checkpoints or the clean-shutdown marker (a start that failed)."""
+        self.stop_cleaner()
         with self._lock:
             for partition_log in self._logs.values():
                 partition_log.close()
