@@ -526,7 +526,12 @@ class LogSegment:
         return all(p.name.endswith(suffix) for p in (self.log.path, self.offset_index_file, self.time_index_file, self.txn_index_path))
 
     def close(self) -> None:
-        """Write the time index's last entry, trim the indexes and close every file."""
+        """Write the time index's last entry, trim the indexes and close every file.
+
+        Index files not opened yet (a segment nothing was appended to or read from) are created
+        empty, as Kafka's are by then: a clean restart expects every segment to have them."""
+        self._offset_index.get()
+        self._time_index.get()
         if self._max_timestamp_and_offset is not None:
             try:
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True)

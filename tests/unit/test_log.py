@@ -425,6 +425,20 @@ def test_close_trims_indexes_and_a_clean_reopen_keeps_the_offsets(tmp_path):
     assert again.append(batch([20])).first_offset == 4
 
 
+def test_an_empty_active_segment_gets_its_index_files_at_close_as_kafka_leaves_them(tmp_path, caplog):
+    log = open_log(tmp_path)
+    log.append(batch([1]))
+    log.roll()
+    log.close()
+    # Kafka leaves empty .index and .timeindex files beside an empty active segment.
+    assert (log.dir / "00000000000000000001.index").read_bytes() == b""
+    assert (log.dir / "00000000000000000001.timeindex").read_bytes() == b""
+    with caplog.at_level("INFO"):
+        again = Log.open(log.dir, LogConfig(), had_clean_shutdown=True)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert again.log_end_offset == 1
+
+
 def test_delete_removes_the_directory(tmp_path):
     log = open_log(tmp_path)
     log.append(batch([1]))
