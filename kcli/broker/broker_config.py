@@ -706,6 +706,28 @@ def _populate_id_synonyms(props: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+# What Kafka 3.9's own config/server.properties sets (ZooKeeper settings aside): ``kcli broker
+# start`` with no file runs as kafka-server-start.sh config/server.properties does, a single
+# broker whose internal topics have one replica and whose new groups start without delay.
+STOCK_SERVER_PROPERTIES: Mapping[str, str] = {
+    "broker.id": "0",
+    "num.network.threads": "3",
+    "num.io.threads": "8",
+    "socket.send.buffer.bytes": "102400",
+    "socket.receive.buffer.bytes": "102400",
+    "socket.request.max.bytes": "104857600",
+    "log.dirs": "/tmp/kafka-logs",
+    "num.partitions": "1",
+    "num.recovery.threads.per.data.dir": "1",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "log.retention.hours": "168",
+    "log.retention.check.interval.ms": "300000",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
 class BrokerConfig:
     """One broker's configuration: typed values by Kafka key with Kafka's precedence applied.
 
@@ -735,8 +757,9 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: str | Path | None, overrides: Iterable[str] = ()) -> BrokerConfig:
-        """``server.properties`` (or nothing) plus ``key=value`` overrides, which win."""
-        props = read_properties(path) if path is not None else {}
+        """``server.properties`` plus ``key=value`` overrides, which win. Without a file, the
+        settings of the ``config/server.properties`` Kafka ships (``STOCK_SERVER_PROPERTIES``)."""
+        props = read_properties(path) if path is not None else dict(STOCK_SERVER_PROPERTIES)
         for override in overrides:
             key, value = parse_override(override)
             props[key] = value

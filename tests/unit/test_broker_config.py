@@ -255,3 +255,13 @@ def test_dynamic_layers_take_precedence_and_hide_static_synonyms():
     assert static.with_dynamic(dynamic_default={"num.io.threads": "6"}).get("num.io.threads") == 6
     assert static.log_retention_ms == 36_000_000
     assert layered.originals == static.originals
+
+
+def test_no_file_means_the_settings_of_kafkas_stock_server_properties():
+    config = BrokerConfig.from_file(None, ["group.initial.rebalance.delay.ms=3000"])
+    # Kafka's code defaults are 3 and 3000; its shipped config/server.properties sets 1 and 0.
+    assert config.get("offsets.topic.replication.factor") == 1
+    assert config.get("transaction.state.log.min.isr") == 1
+    assert config.get("group.initial.rebalance.delay.ms") == 3000
+    assert config.originals["broker.id"] == "0"
+    assert BrokerConfig.from_properties({}).get("offsets.topic.replication.factor") == 3
