@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 from kcli.broker import config_describer
 from kcli.broker.fetch_sessions import FetchSessionCache
+from kcli.broker.groups.coordinator import GroupCoordinator
+from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
 from kcli.broker.metadata import zk_paths
 from kcli.broker.metadata.cluster import ClusterMetadata, TopicChange, TopicInfo
@@ -54,6 +56,7 @@ class Broker:
         self.metadata: ClusterMetadata | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.server = Server(self, self.registry, max_request_size=config.get("socket.request.max.bytes"))
         self.endpoints: list[tuple[str, str, int]] = []
@@ -98,6 +101,7 @@ class Broker:
         for topic in self.metadata.topics().values():
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
+        self.group_coordinator = start_group_coordinator(self)
         for listener_name, host, port in self.config.listeners:
             bound_host, bound_port = await self.server.listen(host, port)
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
@@ -254,6 +258,8 @@ class Broker:
         self.server.stop_accepting()
         if self.replica_manager is not None:
             self.replica_manager.notify_all()
+        if self.group_coordinator is not None:
+            await self.group_coordinator.shutdown()
         await self.server.drain_and_close(grace)
         for task in self._tasks:
             task.cancel()

@@ -36,6 +36,16 @@ HANDLER_MODULES = (
     "offset_for_leader_epoch",
     "init_producer_id",
     "describe_producers",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "leave_group",
+    "offset_commit",
+    "offset_fetch",
+    "list_groups",
+    "describe_groups",
+    "delete_groups",
+    "offset_delete",
 )
 
 

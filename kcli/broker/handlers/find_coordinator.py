@@ -1,40 +1,96 @@
-"""FindCoordinator: v0-5
+"""FindCoordinator: v0-6
 
-Behaviour: in single-process mode this broker coordinates every consumer group, so a group key
-is answered with this broker's advertised address. The group APIs themselves (JoinGroup,
-OffsetCommit, ...) are not served yet (SKIPPED.md), so a client that goes on to use the group
-learns that from ApiVersions. Transaction keys answer COORDINATOR_NOT_AVAILABLE (no transaction
-coordinator); an unknown key type answers INVALID_REQUEST.
+Behaviour: a group key is answered with the leader of its ``__consumer_offsets`` partition
+(abs(Java hashCode of the group id) mod the topic's partition count). The first lookup creates the
+topic, as Kafka's broker does: ``offsets.topic.num.partitions`` partitions,
+``offsets.topic.replication.factor`` replicas (with fewer live brokers than that the creation
+fails, as in Kafka, and the answer stays COORDINATOR_NOT_AVAILABLE: a single broker needs
+``offsets.topic.replication.factor=1``), ``cleanup.policy=compact``, ``segment.bytes`` =
+``offsets.topic.segment.bytes`` and ``compression.type=producer`` (the coordinator's writes use
+``offsets.topic.compression.codec``). A partition without a live leader answers
+COORDINATOR_NOT_AVAILABLE. Transaction keys answer COORDINATOR_NOT_AVAILABLE (no transaction
+coordinator); share keys (v6) too, as a Kafka broker without share groups does, and
+INVALID_REQUEST before v6; an unknown key type answers INVALID_REQUEST.
 
 Version notes: v1 adds the key type and error messages; v3 is flexible; v4 looks up a batch of
-keys at once.
+keys at once; v6 allows the share key type.
 """
 
 from __future__ import annotations
 
-from kcli.errors import ErrorCode
+import logging
+
+from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.errors import ErrorCode, KafkaError, KcliError
 
 API_KEY = 10
-VERSIONS = (0, 5)
+VERSIONS = (0, 6)
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+log = logging.getLogger(__name__)
+
+_last_creation_failure: list[str] = []
 
 
 async def handle(ctx, request):
     key_type = getattr(request, "key_type", GROUP)
-    if ctx.api_version >= 4:
-        return {"coordinators": [dict(key=key, **_coordinator(ctx.broker, key_type)) for key in request.coordinator_keys]}
-    return _coordinator(ctx.broker, key_type)
+    version = ctx.api_version
+    if version >= 4:
+        return {"coordinators": [dict(key=key, **_coordinator(ctx.broker, key_type, key, version)) for key in request.coordinator_keys]}
+    return _coordinator(ctx.broker, key_type, request.key, version)
 
 
-def _coordinator(broker, key_type: int) -> dict:
+def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
     if key_type == GROUP:
-        me = next((b for b in broker.live_brokers() if b.id == broker.id), None)
-        if me is not None:
-            return {"node_id": me.id, "host": me.host, "port": me.port}
-        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "The broker is not registered yet."
+        try:
+            return _group_coordinator(broker, key)
+        except KcliError as e:
+            code, message = e.error_code, str(e)
     elif key_type == TRANSACTION:
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This broker has no transaction coordinator."
+    elif key_type == SHARE and version >= 6:
+        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This broker has no share coordinator."
     else:
         code, message = ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
+
+
+def _group_coordinator(broker, group_id: str) -> dict:
+    topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or _create_offsets_topic(broker)
+    partition = broker.group_coordinator.partition_for(group_id)
+    state = topic.partitions.get(partition)
+    leader = state.leader if state is not None else -1
+    node = next((b for b in broker.live_brokers() if b.id == leader), None)
+    if node is None:
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message)
+    return {"node_id": node.id, "host": node.host, "port": node.port}
+
+
+def _create_offsets_topic(broker):
+    config = broker.config
+    try:
+        topic = broker.metadata.create_topic(
+            GROUP_METADATA_TOPIC_NAME,
+            config.get("offsets.topic.num.partitions"),
+            config.get("offsets.topic.replication.factor"),
+            configs={
+                "cleanup.policy": "compact",
+                "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
+                "compression.type": "producer",
+            },
+        )
+    except KcliError as e:
+        if e.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            existing = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME)
+            if existing is not None:
+                return existing
+        message = f"Could not create the offsets topic {GROUP_METADATA_TOPIC_NAME}: {e}"
+        if _last_creation_failure != [message]:
+            # Clients retry every few hundred milliseconds: say it once, not per lookup.
+            _last_creation_failure[:] = [message]
+            log.warning("%s (offsets.topic.replication.factor=%s)", message, config.get("offsets.topic.replication.factor"))
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message) from None
+    _last_creation_failure.clear()
+    log.info("Created the offsets topic %s with %d partition(s)", GROUP_METADATA_TOPIC_NAME, len(topic.partitions))
+    return topic

@@ -4,7 +4,8 @@ Behaviour: each partition's records are appended as the bytes that arrived (vali
 leader epoch patched in place) to the partition's log. ``acks`` must be 0, 1 or -1
 (INVALID_REQUIRED_ACKS otherwise); with -1 the in-sync replicas must number at least
 ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS). A partition the broker does not host answers
-UNKNOWN_TOPIC_OR_PARTITION; a batch the log rejects answers the error its failure carries
+UNKNOWN_TOPIC_OR_PARTITION; an internal topic (``__consumer_offsets``, ...) answers
+INVALID_TOPIC_EXCEPTION, as only the broker writes there; a batch the log rejects answers the error its failure carries
 (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message. A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 
+from kcli.broker.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.records import LOG_OVERHEAD, peek_batch_header
 
@@ -39,6 +41,8 @@ async def handle(ctx, request):
             try:
                 if acks not in (0, 1, -1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                if is_internal(topic.name):
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic.name}")
                 partition = replicas.partition(topic.name, data.index)
                 _check_single_batch(data.records)
                 info = partition.append(data.records, acks)
@@ -64,7 +68,6 @@ async def handle(ctx, request):
         ctx.close_connection = failed
         return None
     return {"responses": responses}
-
 
 
 def _check_single_batch(records: bytes | None) -> None:

@@ -1,0 +1,79 @@
+"""Connects the group coordinator to the broker: which offsets partitions it leads, and when.
+
+At start-up the coordinator loads every hosted ``__consumer_offsets`` partition. Afterwards a
+topic change decides: the offsets topic created or changed -> load the partitions this broker now
+leads, drop those it no longer leads; the offsets topic deleted -> drop them all; any other topic
+deleted -> its partitions' committed offsets are deleted from every group, as Kafka does. The
+group-to-partition mapping uses the topic's partition count when the topic exists (it may have
+been created with another ``offsets.topic.num.partitions``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import Any
+
+from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.broker.groups.store import OffsetsTopicWriter
+from kcli.errors import KcliError
+from kcli.storage.compression import CompressionType
+
+log = logging.getLogger("kcli.broker.groups")
+
+
+def start_group_coordinator(broker: Any) -> GroupCoordinator:
+    """Create the broker's coordinator, load the hosted offsets partitions, follow topic changes."""
+    config = GroupConfig.from_broker_config(broker.config)
+    existing = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME)
+    if existing is not None and existing.partitions:
+        config = dataclasses.replace(config, offsets_partitions=len(existing.partitions))
+    codec = broker.config.get("offsets.topic.compression.codec")
+    try:
+        compression = CompressionType(codec)
+    except ValueError:
+        raise KcliError(f"Unknown compression type id: {codec} (offsets.topic.compression.codec)") from None
+    coordinator = GroupCoordinator(config, OffsetsTopicWriter(broker.replica_manager, compression))
+    coordinator.startup(_led_partitions(broker))
+    loop = asyncio.get_running_loop()
+
+    def on_topic_change(change) -> None:
+        if _on_loop(loop):
+            _apply_topic_change(broker, coordinator, change)
+        else:
+            loop.call_soon_threadsafe(_apply_topic_change, broker, coordinator, change)
+
+    broker.metadata.on_topic_change(on_topic_change)
+    return coordinator
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _led_partitions(broker: Any) -> list[int]:
+    return sorted(
+        p.index for p in broker.replica_manager.partitions()
+        if p.topic == GROUP_METADATA_TOPIC_NAME and p.broker_id == broker.id
+    )
+
+
+def _apply_topic_change(broker: Any, coordinator: GroupCoordinator, change: Any) -> None:
+    if not coordinator.active:
+        return
+    if change.name == GROUP_METADATA_TOPIC_NAME:
+        if change.topic is not None and change.previous is None and change.topic.partitions:
+            coordinator.set_partition_count(len(change.topic.partitions))
+        led = set(_led_partitions(broker)) if change.topic is not None else set()
+        for partition in sorted(led):
+            coordinator.on_election(partition)
+        for partition in sorted(coordinator.hosted_partitions() - led):
+            coordinator.spawn(coordinator.on_resignation(partition))
+    elif change.topic is None and change.previous is not None:
+        partitions = [(change.name, index) for index in change.previous.partitions]
+        coordinator.spawn(coordinator.delete_partitions(partitions))

@@ -1,0 +1,22 @@
+"""Heartbeat: v0-4
+
+Behaviour: a member of a classic group says it is alive, which moves its session deadline
+(``session.timeout.ms`` from now). REBALANCE_IN_PROGRESS tells it to rejoin; ILLEGAL_GENERATION
+that its generation is over; UNKNOWN_MEMBER_ID that the group does not know it (it was removed,
+or the group is Empty); FENCED_INSTANCE_ID that another member holds its group.instance.id.
+While the group's partition loads, the heartbeat is answered with no error, as Kafka does.
+
+Version notes: v1 adds throttling; v3 group.instance.id; v4 is flexible.
+"""
+
+from __future__ import annotations
+
+API_KEY = 12
+VERSIONS = (0, 4)
+
+
+async def handle(ctx, request):
+    error = await ctx.broker.group_coordinator.heartbeat(
+        request.group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id
+    )
+    return {"error_code": error}

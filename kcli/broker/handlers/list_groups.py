@@ -1,0 +1,30 @@
+"""ListGroups: v0-5
+
+Behaviour: lists the groups of the ``__consumer_offsets`` partitions this broker coordinates,
+with their protocol type and (v4+) state and (v5+) type, which is ``classic`` for every group
+here. The v4 states filter (case-insensitive: Empty, Stable, PreparingRebalance,
+CompletingRebalance, Dead) and v5 types filter keep only matching groups; an empty filter keeps
+all. While an offsets partition loads, the answer carries COORDINATOR_LOAD_IN_PROGRESS with the
+groups already loaded.
+
+Version notes: v1 adds throttling; v3 is flexible; v4 adds the states filter and state; v5 the
+types filter and type.
+"""
+
+from __future__ import annotations
+
+API_KEY = 16
+VERSIONS = (0, 5)
+
+
+async def handle(ctx, request):
+    error, groups = ctx.broker.group_coordinator.list_groups(
+        getattr(request, "states_filter", ()) or (), getattr(request, "types_filter", ()) or ()
+    )
+    return {
+        "error_code": error,
+        "groups": [
+            {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state, "group_type": g.group_type}
+            for g in groups
+        ],
+    }

@@ -1,0 +1,84 @@
+"""OffsetFetch: v1-10
+
+Behaviour: answers a group's committed offsets (offset, leader epoch, metadata) for the asked
+partitions, -1 and empty metadata for partitions without a commit (and for groups that do not
+exist), or, with a null topic list (v2+), every partition the group has an offset for. Offsets
+are answered whatever the group's state: simple consumers keep offsets without membership. From
+v8 one request asks for several groups, each answered with its own error. ``require_stable``
+(v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a transactional commit still open.
+Group errors: INVALID_GROUP_ID (null id), COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
+COORDINATOR_NOT_AVAILABLE; v1 has no top-level error and puts the group's error on every asked
+partition.
+
+Version notes: v2 adds the top-level error and all-partitions fetch; v3 throttling; v5 leader
+epochs; v6 is flexible; v7 require_stable; v8 several groups; v9 member id and epoch (not checked
+for classic groups, as Kafka does); v10 names topics by id.
+"""
+
+from __future__ import annotations
+
+from kcli.broker.groups.offsets import INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA
+from kcli.errors import ErrorCode
+
+API_KEY = 9
+VERSIONS = (1, 10)
+
+
+async def handle(ctx, request):
+    version = ctx.api_version
+    if version >= 8:
+        groups = [await _fetch_group(ctx, g.group_id, g.topics, request.require_stable, version) for g in request.groups]
+        return {"groups": groups}
+    group = await _fetch_group(ctx, request.group_id, request.topics, getattr(request, "require_stable", False), version)
+    if version < 2 and group["error_code"] is not ErrorCode.NONE:
+        group["topics"] = [
+            {"name": t.name, "partitions": [_partition(p, error=group["error_code"]) for p in t.partition_indexes]}
+            for t in request.topics
+        ]
+    return {"error_code": group["error_code"], "topics": group["topics"]}
+
+
+async def _fetch_group(ctx, group_id: str, requested, require_stable: bool, version: int) -> dict:
+    metadata = ctx.broker.metadata
+    unknown_ids: list[dict] = []
+    partitions = None
+    if requested is not None:
+        partitions = []
+        for topic in requested:
+            if version >= 10:
+                info = metadata.topic_by_id(topic.topic_id)
+                if info is None:
+                    unknown_ids.append({"topic_id": topic.topic_id, "partitions": [_partition(p, error=ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partition_indexes]})
+                    continue
+                name = info.name
+            else:
+                name = topic.name
+            partitions.extend((name, p) for p in topic.partition_indexes)
+    error, fetched = await ctx.broker.group_coordinator.fetch_offsets(group_id, require_stable, partitions)
+    if error is not ErrorCode.NONE:
+        return {"group_id": group_id, "error_code": error, "topics": []}
+    by_topic: dict[str, list[dict]] = {}
+    for offset in fetched:
+        by_topic.setdefault(offset.topic, []).append(
+            _partition(offset.partition, offset.offset, offset.leader_epoch, offset.metadata, offset.error)
+        )
+    topics = []
+    for name, answered in by_topic.items():
+        entry = {"name": name, "partitions": answered}
+        if version >= 10:
+            info = metadata.topic(name)
+            if info is None:
+                continue  # a topic deleted since the commit has no id to answer with
+            entry["topic_id"] = info.topic_id
+        topics.append(entry)
+    return {"group_id": group_id, "error_code": ErrorCode.NONE, "topics": topics + unknown_ids}
+
+
+def _partition(index: int, offset: int = INVALID_OFFSET, leader_epoch: int | None = None, metadata: str = NO_METADATA, error: ErrorCode = ErrorCode.NONE) -> dict:
+    return {
+        "partition_index": index,
+        "committed_offset": offset,
+        "committed_leader_epoch": NO_LEADER_EPOCH if leader_epoch is None else leader_epoch,
+        "metadata": metadata,
+        "error_code": error,
+    }
