@@ -16,15 +16,8 @@ _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING
 
 def load_config(properties_path: str | None, overrides: list[str]):
     from kcli.broker.broker_config import BrokerConfig
-    from kcli.config import parse_override, read_properties
 
-    props: dict[str, str] = {}
-    if properties_path:
-        props.update(read_properties(properties_path))
-    for item in overrides:
-        key, value = parse_override(item)
-        props[key] = value
-    return BrokerConfig.from_properties(props)
+    return BrokerConfig.from_file(properties_path or None, overrides)
 
 
 def configure_logging(level_name: str) -> None:

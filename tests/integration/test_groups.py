@@ -14,6 +14,7 @@ import pytest
 
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.records import NewRecord, build_batch
+from tests.broker_process import BrokerProcess
 from tests.integration.conftest import start_broker
 from tests.wire_client import WireClient, code
 
@@ -134,6 +135,17 @@ def test_find_coordinator_creates_a_compacted_offsets_topic(client):
 def test_transaction_coordinator_is_not_available(client):
     response = client.call(10, 3, {"key": "txn", "key_type": 1})
     assert code(response.error_code) == COORDINATOR_NOT_AVAILABLE
+
+
+def test_a_broker_started_without_a_properties_file_serves_groups(tmp_path):
+    """No file means Kafka's stock server.properties: the offsets topic gets one replica."""
+    process = BrokerProcess(tmp_path / "plain").start()
+    try:
+        with WireClient("127.0.0.1", process.port) as connection:
+            response = connection.call(10, 3, {"key": "g", "key_type": 0})
+            assert code(response.error_code) == NONE and response.node_id == 0
+    finally:
+        process.stop()
 
 
 def test_offsets_topic_is_not_created_with_too_few_brokers(tmp_path):
