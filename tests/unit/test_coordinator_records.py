@@ -17,9 +17,12 @@ import struct
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kcli.errors import CorruptRecordError
 from kcli.protocol.coordinator_records import (
+    OFFSET_COMMIT_VALUE,
     GROUP_METADATA,
     OFFSET_COMMIT,
     UNKNOWN_RECORD_TYPE,
@@ -44,6 +47,7 @@ from kcli.protocol.coordinator_records import (
     format_transaction_log_record,
     scala_mutable_hash_set_order,
 )
+from kcli.protocol.schema import encode as schema_encode
 
 
 def i16(n: int) -> bytes:
@@ -104,6 +108,14 @@ def test_offset_commit_value_v3_golden():
     assert decode_offset_commit_value(PUBLISHED_VALUE) == (
         3, {"Offset": 5, "LeaderEpoch": 0, "Metadata": "", "CommitTimestamp": 1785773255526})
     assert encode_offset_commit_value(5, "", 1785773255526, leader_epoch=0) == PUBLISHED_VALUE
+
+
+@settings(max_examples=200)
+@given(offset=st.integers(-(2**63), 2**63 - 1), epoch=st.integers(-(2**31), 2**31 - 1), metadata=st.text(max_size=300),
+       timestamp=st.integers(-(2**63), 2**63 - 1))
+def test_offset_commit_value_v3_packed_directly_matches_the_schema(offset, epoch, metadata, timestamp):
+    by_schema = struct.pack(">h", 3) + schema_encode(OFFSET_COMMIT_VALUE, 3, {"Offset": offset, "LeaderEpoch": epoch, "Metadata": metadata, "CommitTimestamp": timestamp})
+    assert encode_offset_commit_value(offset, metadata, timestamp, leader_epoch=epoch) == by_schema
 
 
 def test_offset_commit_value_v4_flexible_golden():
