@@ -14,6 +14,11 @@ line); diagnostics go to stderr. Modes:
   ``count`` records arrived, and time it.
 - ``latency-produce`` / ``latency-consume``: send values carrying their send time at a fixed rate
   with linger.ms=0; the consumer takes receive time - send time per record.
+- ``group-join``: ``members - 1`` consumers subscribe in one group and settle; then, ``rounds``
+  times, one more member subscribes and the time until every member holds its share of the new
+  assignment is taken, and the newcomer leaves again (bench/groups.py).
+- ``commit``: one consumer commits offsets for its assigned partitions synchronously, ``count``
+  times, as a simple consumer (no subscription) does.
 """
 
 from __future__ import annotations
@@ -301,12 +306,127 @@ def run_latency_consume(params: dict[str, Any]) -> None:
     })
 
 
+# --- groups -------------------------------------------------------------------------------------
+
+
+def group_consumer_config(bootstrap: str, group: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "session.timeout.ms": params.get("session_timeout_ms", 10_000),
+        "heartbeat.interval.ms": params.get("heartbeat_interval_ms", 100),
+        "partition.assignment.strategy": params.get("assignor", "range"),
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+
+
+class GroupMember:
+    """A subscribed consumer polled by its own thread; remembers when it last got an assignment."""
+
+    def __init__(self, config: dict[str, Any], topics: list[str]) -> None:
+        self.assignment: frozenset[tuple[str, int]] | None = None
+        self.assigned_at = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.consumer = Consumer(config)
+        self.consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self._lock:
+            self.assignment = frozenset((p.topic, p.partition) for p in partitions)
+            self.assigned_at = time.perf_counter()
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self._lock:
+            self.assignment = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.consumer.poll(0.02)
+
+    def state(self) -> tuple[frozenset[tuple[str, int]] | None, float]:
+        with self._lock:
+            return self.assignment, self.assigned_at
+
+    def leave(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+def settled(members: list[GroupMember], partitions: set[tuple[str, int]], since: float) -> float | None:
+    """The time the last member got its assignment, once every member holds one given after ``since``
+    and together they own each partition exactly once; else None."""
+    owned: list[tuple[str, int]] = []
+    last = since
+    for member in members:
+        assignment, at = member.state()
+        if assignment is None or at < since:
+            return None
+        owned.extend(assignment)
+        last = max(last, at)
+    return last if len(owned) == len(set(owned)) and set(owned) == partitions else None
+
+
+def wait_settled(members: list[GroupMember], partitions: set[tuple[str, int]], since: float, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = settled(members, partitions, since)
+        if done is not None:
+            return done
+        time.sleep(0.002)
+    raise KafkaException(f"the group did not settle within {timeout:g} s")
+
+
+def run_group_join(params: dict[str, Any]) -> None:
+    topics, partitions = params["topics"], {tuple(p) for p in params["partitions"]}
+    config = group_consumer_config(params["bootstrap"], params["group"], params)
+    timeout = params.get("timeout", 120)
+    members = [GroupMember(config, topics) for _ in range(params["members"] - 1)]
+    try:
+        wait_settled(members, partitions, 0.0, timeout)
+        times = []
+        for _ in range(params["rounds"]):
+            joined = time.perf_counter()
+            newcomer = GroupMember(config, topics)
+            done = wait_settled([*members, newcomer], partitions, joined, timeout)
+            times.append(done - joined)
+            left = time.perf_counter()
+            newcomer.leave()
+            wait_settled(members, partitions, left, timeout)
+    finally:
+        for member in members:
+            member.leave()
+    emit({"seconds": times})
+
+
+def run_commit(params: dict[str, Any]) -> None:
+    consumer = Consumer({"bootstrap.servers": params["bootstrap"], "group.id": params["group"], "enable.auto.commit": False})
+    try:
+        partitions = [TopicPartition(t, p) for t, p in params["partitions"]]
+        consumer.assign(partitions)
+        count = params["count"]
+        start = time.perf_counter()
+        for i in range(count):
+            consumer.commit(offsets=[TopicPartition(tp.topic, tp.partition, i + 1) for tp in partitions], asynchronous=False)
+        elapsed = time.perf_counter() - start
+        committed = consumer.committed(partitions, timeout=10)
+    finally:
+        consumer.close()
+    emit({"seconds": elapsed, "commits": count, "partitions": len(partitions), "last_committed": sorted({tp.offset for tp in committed})})
+
+
 MODES = {
     "mock": run_mock,
     "produce": run_produce,
     "consume": run_consume,
     "latency-produce": run_latency_produce,
     "latency-consume": run_latency_consume,
+    "group-join": run_group_join,
+    "commit": run_commit,
 }
 
 
