@@ -10,7 +10,13 @@ in another (bench/_loadgen.py, confluent-kafka):
   - synchronous offset commits per second from one simple consumer (assign(), 8 partitions per
     commit);
   - and the speed ratio kcli/mock of each (goal >= 0.8): mock time / kcli time for the join,
-    kcli rate / mock rate for commits.
+    kcli rate / mock rate for commits;
+  - then the log cleaner's throughput on a 1 GiB log with 10% unique keys (bench/compaction.py,
+    64 MiB with --quick); the mock has no compaction to compare with.
+
+The mock settles a join by a timer: when a member joins a group that has members, it waits
+session.timeout.ms - 1 s for the others to rejoin (librdkafka's rdkafka_mock_cgrp.c), where Kafka
+completes the join as soon as every known member has rejoined. Its join figure is that timer.
 
 Usage: .venv/bin/python bench/groups.py [--quick] [--rounds N] [--dir DIR] [--override K=V ...]
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -73,6 +80,8 @@ def run(quick: bool, rounds: int, workdir: Path, overrides: list[str]) -> None:
         if mock is not None:
             mock.stop()
     print_results(joins, rates, commits)
+    print("\ncompaction (bench/compaction.py):", flush=True)
+    subprocess.run([sys.executable, str(Path(__file__).with_name("compaction.py")), *(["--quick"] if quick else []), "--dir", str(workdir)], check=True)
 
 
 def print_results(joins: dict[str, list[float]], rates: dict[str, list[float]], commits: int) -> None:
