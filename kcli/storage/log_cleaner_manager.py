@@ -347,31 +347,28 @@ class LogCleanerManager:
         """The cleaner finished with the partition: checkpoint ``end_offset``, or if it was aborted,
         leave it paused and wake whoever waits for that."""
         with self._lock:
-            state = self._in_progress.get(partition)
-            if state == _IN_PROGRESS:
+            if self._in_progress.get(partition) == _IN_PROGRESS:
                 self.update_checkpoints(log_dir, update=(partition, end_offset))
-                del self._in_progress[partition]
-            elif state == _ABORTED:
-                self._in_progress[partition] = 1
-                self._paused_cond.notify_all()
-            elif state is None:
-                raise KcliError(f"State for partition {partition[0]}-{partition[1]} should exist.")
-            else:
-                raise KcliError(f"In-progress partition {partition[0]}-{partition[1]} cannot be in {state} state.")
+            self._leave_in_progress(partition)
 
     def done_deleting(self, partitions: Iterable[TopicPartition]) -> None:
         with self._lock:
             for partition in partitions:
-                state = self._in_progress.get(partition)
-                if state == _IN_PROGRESS:
-                    del self._in_progress[partition]
-                elif state == _ABORTED:
-                    self._in_progress[partition] = 1
-                    self._paused_cond.notify_all()
-                elif state is None:
-                    raise KcliError(f"State for partition {partition[0]}-{partition[1]} should exist.")
-                else:
-                    raise KcliError(f"In-progress partition {partition[0]}-{partition[1]} cannot be in {state} state.")
+                self._leave_in_progress(partition)
+
+    def _leave_in_progress(self, partition: TopicPartition) -> None:
+        """A cleaning or deletion ended: forget the partition, or, when it was aborted meanwhile,
+        leave it paused once and wake whoever waits for that."""
+        state = self._in_progress.get(partition)
+        if state == _IN_PROGRESS:
+            del self._in_progress[partition]
+        elif state == _ABORTED:
+            self._in_progress[partition] = 1
+            self._paused_cond.notify_all()
+        elif state is None:
+            raise KcliError(f"State for partition {partition[0]}-{partition[1]} should exist.")
+        else:
+            raise KcliError(f"In-progress partition {partition[0]}-{partition[1]} cannot be in {state} state.")
 
     # -- uncleanable partitions --------------------------------------------------------------------
 
