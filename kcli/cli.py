@@ -11,7 +11,19 @@ import sys
 import typer
 
 from kcli import __version__
-from kcli.tools import broker, dump_log_segments
+from kcli.tools import (
+    broker,
+    broker_api_versions,
+    configs,
+    console_consumer,
+    console_producer,
+    consumer_groups,
+    consumer_perf_test,
+    dump_log_segments,
+    get_offsets,
+    producer_perf_test,
+    topics,
+)
 
 app = typer.Typer(
     name="kcli",
@@ -36,8 +48,20 @@ def _root(
     """A Kafka toolbox: broker, on-disk format and Kafka's classic tools."""
 
 
-broker.register(app)
-dump_log_segments.register(app)
+for tool in (
+    broker,
+    topics,
+    console_producer,
+    console_consumer,
+    consumer_groups,
+    get_offsets,
+    configs,
+    broker_api_versions,
+    producer_perf_test,
+    consumer_perf_test,
+    dump_log_segments,
+):
+    tool.register(app)
 
 
 def main() -> None:

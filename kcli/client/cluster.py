@@ -1,0 +1,310 @@
+"""The client's view of a cluster: bootstrap, broker connections, metadata, leaders, coordinators.
+
+``Cluster`` is what every client part (admin, producer, consumer) talks through. It connects to
+the first reachable bootstrap address, keeps one connection per broker, caches metadata and
+refreshes it when an answer says leadership moved, and retries retriable errors with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from kcli.client.connection import BrokerConnection, BrokerUnreachable, error_code
+from kcli.errors import ErrorCode, KafkaError, UsageError
+
+METADATA = 3
+FIND_COORDINATOR = 10
+T = TypeVar("T")
+
+# Errors after which the cached metadata is stale: the next attempt looks the leader up again.
+STALE_METADATA = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...]
+    error: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    internal: bool
+    partitions: dict[int, PartitionInfo]
+    error: int = 0
+
+
+@dataclasses.dataclass
+class Metadata:
+    cluster_id: str | None = None
+    controller_id: int = -1
+    brokers: dict[int, Node] = dataclasses.field(default_factory=dict)
+    topics: dict[str, TopicInfo] = dataclasses.field(default_factory=dict)
+
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    """``host:port[,host:port]`` as (host, port) pairs; a missing port is Kafka's 9092."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    result = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "9092"
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not port.isdigit() or not host:
+            raise UsageError(f"invalid bootstrap server address {item!r} (expected host:port)")
+        result.append((host, int(port)))
+    if not result:
+        raise UsageError("no bootstrap server given")
+    return result
+
+
+class Cluster:
+    """Connections and metadata for one cluster. Use as ``async with Cluster(servers) as c``."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        *,
+        client_id: str = "kcli",
+        request_timeout: float = 30.0,
+        retries: int = 5,
+        retry_backoff: float = 0.1,
+        retry_backoff_max: float = 1.0,
+    ) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout = request_timeout
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.retry_backoff_max = retry_backoff_max
+        self.metadata = Metadata()
+        self._connections: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
+        self._bootstrap_connection: BrokerConnection | None = None
+        self._coordinators: dict[tuple[int, str], int] = {}
+
+    async def __aenter__(self) -> Cluster:
+        await self.any_connection()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        connections = list(self._connections.values())
+        if self._bootstrap_connection is not None and self._bootstrap_connection not in connections:
+            connections.append(self._bootstrap_connection)
+        self._connections.clear()
+        self._bootstrap_connection = None
+        for task in self._connecting.values():
+            task.cancel()
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+    # -- connections ---------------------------------------------------------------------------------
+
+    async def any_connection(self) -> BrokerConnection:
+        """A live connection to some broker: a known one, else the first bootstrap that answers."""
+        for connection in self._connections.values():
+            if not connection.closed:
+                return connection
+        if self._bootstrap_connection is not None and not self._bootstrap_connection.closed:
+            return self._bootstrap_connection
+        failures = []
+        for host, port in self.bootstrap:
+            try:
+                self._bootstrap_connection = await BrokerConnection.open(host, port, client_id=self.client_id, timeout=min(self.request_timeout, 10.0))
+                return self._bootstrap_connection
+            except KafkaError as exc:
+                failures.append(str(exc))
+        raise BrokerUnreachable("no bootstrap server reachable: " + "; ".join(failures))
+
+    async def connection(self, node_id: int) -> BrokerConnection:
+        """The connection to broker ``node_id``, opened on first use."""
+        connection = self._connections.get(node_id)
+        if connection is not None and not connection.closed:
+            return connection
+        task = self._connecting.get(node_id)
+        if task is None:
+            node = self.metadata.brokers.get(node_id)
+            if node is None:
+                await self.refresh()
+                node = self.metadata.brokers.get(node_id)
+                if node is None:
+                    raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {node_id} is not in the cluster's metadata")
+            task = asyncio.get_running_loop().create_task(
+                BrokerConnection.open(node.host, node.port, client_id=self.client_id, timeout=min(self.request_timeout, 10.0))
+            )
+            self._connecting[node_id] = task
+        try:
+            connection = await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._connecting.pop(node_id, None)
+        self._connections[node_id] = connection
+        return connection
+
+    # -- metadata ------------------------------------------------------------------------------------
+
+    async def refresh(self, topics: Iterable[str] | None = None, *, allow_auto_create: bool = False) -> Metadata:
+        """Fetch metadata (for ``topics``, or every topic when None) and merge it into the cache."""
+        connection = await self.any_connection()
+        names = None if topics is None else sorted(set(topics))
+        version = connection.version_for(METADATA)
+        if names is None and version == 0:
+            wanted: list[Any] | None = []
+        else:
+            wanted = None if names is None else [{"name": n} for n in names]
+        answer = await connection.send(
+            METADATA,
+            version,
+            {"topics": wanted, "allow_auto_topic_creation": allow_auto_create, "include_topic_authorized_operations": False},
+            timeout=self.request_timeout,
+        )
+        metadata = self.metadata
+        metadata.cluster_id = getattr(answer, "cluster_id", None)
+        metadata.controller_id = int(getattr(answer, "controller_id", -1))
+        metadata.brokers = {int(b.node_id): Node(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None)) for b in answer.brokers}
+        if names is None:
+            metadata.topics = {}
+        for topic in answer.topics:
+            partitions = {
+                int(p.partition_index): PartitionInfo(
+                    int(p.partition_index),
+                    int(p.leader_id),
+                    int(getattr(p, "leader_epoch", -1)),
+                    tuple(int(r) for r in p.replica_nodes),
+                    tuple(int(r) for r in p.isr_nodes),
+                    tuple(int(r) for r in getattr(p, "offline_replicas", ())),
+                    error_code(p.error_code),
+                )
+                for p in topic.partitions
+            }
+            metadata.topics[topic.name] = TopicInfo(
+                topic.name, getattr(topic, "topic_id", None) or uuid.UUID(int=0), bool(getattr(topic, "is_internal", False)), partitions, error_code(topic.error_code)
+            )
+        return metadata
+
+    async def topic(self, name: str, *, allow_auto_create: bool = False) -> TopicInfo:
+        """A topic's metadata, fetched when not cached; raises UNKNOWN_TOPIC_OR_PARTITION."""
+        info = self.metadata.topics.get(name)
+        if info is None or info.error or not info.partitions:
+            await self.refresh([name], allow_auto_create=allow_auto_create)
+            info = self.metadata.topics.get(name)
+        if info is None or info.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic '{name}' does not exist")
+        if info.error:
+            code = ErrorCode.for_code(info.error)
+            raise KafkaError(code, f"topic '{name}': {code.name}")
+        return info
+
+    def forget(self, topic: str) -> None:
+        """Drop a topic's cached metadata, so the next lookup asks a broker."""
+        self.metadata.topics.pop(topic, None)
+
+    async def leader(self, topic: str, partition: int) -> int:
+        info = await self.topic(topic)
+        part = info.partitions.get(partition)
+        if part is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic '{topic}' has no partition {partition}")
+        if part.leader < 0:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition} has no leader")
+        return part.leader
+
+    # -- coordinators --------------------------------------------------------------------------------
+
+    async def coordinator(self, key: str, key_type: int = 0) -> int:
+        """The node id coordinating group (``key_type`` 0) or transactional id (1) ``key``."""
+        cached = self._coordinators.get((key_type, key))
+        if cached is not None:
+            return cached
+        connection = await self.any_connection()
+        answer = await connection.call(FIND_COORDINATOR, {"key": key, "key_type": key_type}, timeout=self.request_timeout)
+        code = error_code(answer.error_code)
+        if code:
+            raise KafkaError(ErrorCode.for_code(code), f"FindCoordinator for '{key}': {ErrorCode.for_code(code).name}")
+        node = Node(int(answer.node_id), answer.host, int(answer.port))
+        self.metadata.brokers.setdefault(node.node_id, node)
+        self._coordinators[(key_type, key)] = node.node_id
+        return node.node_id
+
+    def forget_coordinator(self, key: str, key_type: int = 0) -> None:
+        self._coordinators.pop((key_type, key), None)
+
+    # -- calls ---------------------------------------------------------------------------------------
+
+    async def call(self, node_id: int | None, api_key: int, fields: Mapping[str, Any], *, at_least: int = 0, timeout: float | None = None) -> Any:
+        """One request to broker ``node_id`` (any broker when None), no retries."""
+        connection = await (self.any_connection() if node_id is None else self.connection(node_id))
+        return await connection.call(api_key, fields, at_least=at_least, timeout=self.request_timeout if timeout is None else timeout)
+
+    async def retrying(self, attempt: Callable[[], Awaitable[T]], *, on_stale: Callable[[], None] | None = None) -> T:
+        """Run ``attempt`` until it succeeds, retrying retriable Kafka errors with backoff.
+
+        After an error that means stale metadata, the cache is refreshed (and ``on_stale`` called)
+        before the next attempt.
+        """
+        backoff = self.retry_backoff
+        for tries in range(self.retries + 1):
+            try:
+                return await attempt()
+            except KafkaError as exc:
+                if not exc.error_code.retriable or tries == self.retries:
+                    raise
+                if exc.error_code in STALE_METADATA:
+                    if on_stale is not None:
+                        on_stale()
+                    self._coordinators.clear()
+                    try:
+                        await self.refresh(list(self.metadata.topics) or None)
+                    except KafkaError:
+                        pass
+                await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+                backoff = min(backoff * 2, self.retry_backoff_max)
+        raise AssertionError("unreachable")
+
+
+def raise_for(code: int, what: str) -> None:
+    """Raise the KafkaError of a non-zero wire error code, naming ``what`` failed."""
+    if code:
+        error = ErrorCode.for_code(code)
+        raise KafkaError(error, f"{what}: {error.message}")

@@ -1,0 +1,261 @@
+"""One connection to one broker: framed requests, pipelined answers, version negotiation.
+
+A ``BrokerConnection`` writes requests as they are asked for and matches answers by correlation
+id, so many requests may be in flight at once. On connect it sends ApiVersions and keeps the
+broker's range for every API; ``version_for`` then picks the highest version both sides speak, so
+the same call works against kcli and against Apache Kafka 2.x-3.x brokers.
+
+Requests are version-independent mappings of field names (``messages.build`` keeps the fields the
+chosen version has and zeroes the ones the mapping lacks); answers are kio's response entities of
+the version that was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from kio.serial import entity_reader
+
+from kcli import __version__
+from kcli.errors import ErrorCode, KafkaError
+from kcli.protocol import framing, messages
+
+_SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhih")
+_ERROR_CODE = struct.Struct(">h")
+API_VERSIONS = 18
+
+# The highest version kcli's client sends of each API. Versions above these change a request's
+# shape in ways the client does not use (Fetch v13+ names topics by id only, FindCoordinator v4+
+# batches keys, OffsetFetch v8+ batches groups); every version up to them is understood.
+CLIENT_MAX_VERSIONS: dict[int, int] = {
+    0: 9,  # Produce
+    1: 12,  # Fetch
+    2: 8,  # ListOffsets
+    3: 12,  # Metadata
+    8: 8,  # OffsetCommit
+    9: 7,  # OffsetFetch
+    10: 3,  # FindCoordinator
+    11: 7,  # JoinGroup
+    12: 4,  # Heartbeat
+    13: 4,  # LeaveGroup
+    14: 5,  # SyncGroup
+    15: 5,  # DescribeGroups
+    16: 4,  # ListGroups
+    18: 3,  # ApiVersions
+    19: 7,  # CreateTopics
+    20: 6,  # DeleteTopics
+    21: 2,  # DeleteRecords
+    22: 4,  # InitProducerId
+    32: 4,  # DescribeConfigs
+    33: 2,  # AlterConfigs
+    35: 4,  # DescribeLogDirs
+    37: 3,  # CreatePartitions
+    42: 2,  # DeleteGroups
+    44: 1,  # IncrementalAlterConfigs
+    47: 0,  # OffsetDelete
+    60: 1,  # DescribeCluster
+}
+
+
+class BrokerUnreachable(KafkaError):
+    """The broker could not be reached, or the connection broke with requests in flight."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.NETWORK_EXCEPTION, message)
+
+
+class UnsupportedVersion(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.UNSUPPORTED_VERSION, message)
+
+
+class BrokerConnection:
+    """A connected broker. Create with ``await BrokerConnection.open(host, port)``."""
+
+    def __init__(self, host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._reader = reader
+        self._writer = writer
+        self._client_id_bytes = client_id.encode()
+        self._correlation = itertools.count(1)
+        self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self._failure: Exception | None = None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_answers())
+        self.versions: dict[int, tuple[int, int]] = {}
+
+    @classmethod
+    async def open(cls, host: str, port: int, *, client_id: str = "kcli", timeout: float = 10.0) -> BrokerConnection:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 20), timeout)
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise BrokerUnreachable(f"cannot connect to {host}:{port}: {_reason(exc)}") from None
+        connection = cls(host, port, reader, writer, client_id)
+        try:
+            await asyncio.wait_for(connection._negotiate(), timeout)
+        except BaseException:
+            await connection.close()
+            raise
+        return connection
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # -- versions ------------------------------------------------------------------------------------
+
+    async def _negotiate(self) -> None:
+        version = CLIENT_MAX_VERSIONS[API_VERSIONS]
+        while True:
+            answer = await self.send(API_VERSIONS, version, {"client_software_name": "kcli", "client_software_version": __version__})
+            ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+            code = _code(answer.error_code)
+            if code == ErrorCode.UNSUPPORTED_VERSION and API_VERSIONS in ranges and ranges[API_VERSIONS][1] < version:
+                version = ranges[API_VERSIONS][1]
+                continue
+            if code:
+                raise KafkaError(ErrorCode.for_code(code), f"ApiVersions to {self.address} failed: {ErrorCode.for_code(code).name}")
+            self.versions = ranges
+            return
+
+    def version_for(self, api_key: int, *, at_least: int = 0) -> int:
+        """The highest version of ``api_key`` both kcli and this broker speak."""
+        ours = CLIENT_MAX_VERSIONS.get(api_key)
+        theirs = self.versions.get(api_key)
+        name = messages.api_name(api_key) or str(api_key)
+        if ours is None:
+            raise UnsupportedVersion(f"kcli's client does not send {name}")
+        if theirs is None:
+            raise UnsupportedVersion(f"broker {self.address} does not support {name}")
+        version = min(ours, theirs[1])
+        while version >= max(theirs[0], at_least) and not messages.has_version(api_key, version):
+            version -= 1
+        if version < max(theirs[0], at_least):
+            raise UnsupportedVersion(f"broker {self.address} supports {name} v{theirs[0]}-{theirs[1]}, which kcli cannot send")
+        return version
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    async def call(self, api_key: int, fields: Mapping[str, Any], *, at_least: int = 0, timeout: float | None = 30.0) -> Any:
+        """Send ``fields`` as the negotiated version of ``api_key``; return the response entity."""
+        return await self.send(api_key, self.version_for(api_key, at_least=at_least), fields, timeout=timeout)
+
+    async def send(self, api_key: int, version: int, fields: Mapping[str, Any], *, timeout: float | None = 30.0, expect_response: bool = True) -> Any:
+        if self._failure is not None:
+            raise BrokerUnreachable(f"connection to {self.address} is closed: {_reason(self._failure)}")
+        request = messages.build(messages.request_type(api_key, version), fields)
+        correlation_id = next(self._correlation)
+        header = _HEADER.pack(api_key, version, correlation_id, len(self._client_id_bytes)) + self._client_id_bytes
+        if messages.is_flexible(api_key, version):
+            header += b"\0"
+        body = messages.encode(request)
+        future: asyncio.Future[Any] | None = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._pending[correlation_id] = (api_key, version, future)
+        self._writer.write(_SIZE.pack(len(header) + len(body)) + header + body)
+        try:
+            await self._writer.drain()
+        except OSError as exc:
+            self._fail(exc)
+        if future is None:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.TimeoutError:
+            self._pending.pop(correlation_id, None)
+            name = messages.api_name(api_key) or str(api_key)
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{name} to {self.address} timed out after {timeout:g} s") from None
+
+    async def _read_answers(self) -> None:
+        reader = self._reader
+        try:
+            while True:
+                size = _SIZE.unpack(await reader.readexactly(4))[0]
+                frame = await reader.readexactly(size)
+                correlation_id = _SIZE.unpack_from(frame, 0)[0]
+                pending = self._pending.pop(correlation_id, None)
+                if pending is None:
+                    continue  # the asker gave up (timeout); the answer is dropped
+                api_key, version, future = pending
+                if future.done():
+                    continue
+                try:
+                    future.set_result(_decode(api_key, version, frame))
+                except Exception as exc:  # a malformed answer fails its own request only
+                    future.set_exception(KafkaError(ErrorCode.CORRUPT_MESSAGE, f"malformed {messages.api_name(api_key)} answer from {self.address}: {exc}"))
+        except (asyncio.IncompleteReadError, OSError) as exc:
+            self._fail(exc)
+        except asyncio.CancelledError:
+            self._fail(ConnectionResetError("closed"))
+            raise
+
+    def _fail(self, exc: Exception) -> None:
+        if self._failure is None:
+            self._failure = exc
+        error = BrokerUnreachable(f"connection to {self.address} lost: {_reason(exc)}")
+        for _api_key, _version, future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self._pending.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._failure is not None
+
+    async def close(self) -> None:
+        self._read_task.cancel()
+        try:
+            await self._read_task
+        except (asyncio.CancelledError, Exception):
+            pass
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+
+
+def _decode(api_key: int, version: int, frame: bytes) -> Any:
+    position = 4
+    if api_key == API_VERSIONS:
+        # A broker that lacks the asked version answers with v0's body (error code, api keys).
+        if _ERROR_CODE.unpack_from(frame, position)[0] == ErrorCode.UNSUPPORTED_VERSION:
+            version = 0
+    elif messages.is_flexible(api_key, version):
+        position = framing.skip_tagged_fields(frame, position)
+    entity, _size = _reader(api_key, version)(frame, position)
+    return entity
+
+
+_readers: dict[tuple[int, int], Any] = {}
+
+
+def _reader(api_key: int, version: int) -> Any:
+    reader = _readers.get((api_key, version))
+    if reader is None:
+        reader = _readers[(api_key, version)] = entity_reader(messages.response_type(api_key, version))
+    return reader
+
+
+def _code(error_code: Any) -> int:
+    return int(getattr(error_code, "value", error_code))
+
+
+def error_code(value: Any) -> int:
+    """A response field's error code as an int (kio answers with its own enum)."""
+    return _code(value)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    if isinstance(exc, asyncio.IncompleteReadError):
+        return "connection closed by the broker"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
