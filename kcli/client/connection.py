@@ -116,8 +116,9 @@ class BrokerConnection:
             answer = await self.send(API_VERSIONS, version, {"client_software_name": "kcli", "client_software_version": __version__})
             ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
             code = _code(answer.error_code)
-            if code == ErrorCode.UNSUPPORTED_VERSION and API_VERSIONS in ranges and ranges[API_VERSIONS][1] < version:
-                version = ranges[API_VERSIONS][1]
+            if code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
+                # Ask again with the broker's highest version, or v0 when its answer named none.
+                version = min(ranges.get(API_VERSIONS, (0, 0))[1], version - 1)
                 continue
             if code:
                 raise KafkaError(ErrorCode.for_code(code), f"ApiVersions to {self.address} failed: {ErrorCode.for_code(code).name}")
@@ -225,13 +226,23 @@ class BrokerConnection:
 def _decode(api_key: int, version: int, frame: bytes) -> Any:
     position = 4
     if api_key == API_VERSIONS:
-        # A broker that lacks the asked version answers with v0's body (error code, api keys).
+        # A broker that lacks the asked version answers with v0's body (error code, api keys);
+        # some (librdkafka's mock) answer in the asked version's shape instead.
         if _ERROR_CODE.unpack_from(frame, position)[0] == ErrorCode.UNSUPPORTED_VERSION:
-            version = 0
+            for shape in (0, version):
+                try:
+                    return _reader(api_key, shape)(frame, position)[0]
+                except Exception:
+                    continue
+            return _unsupported_api_versions()
     elif messages.is_flexible(api_key, version):
         position = framing.skip_tagged_fields(frame, position)
     entity, _size = _reader(api_key, version)(frame, position)
     return entity
+
+
+def _unsupported_api_versions() -> Any:
+    return messages.build(messages.response_type(API_VERSIONS, 0), {"error_code": int(ErrorCode.UNSUPPORTED_VERSION)})
 
 
 _readers: dict[tuple[int, int], Any] = {}
