@@ -14,6 +14,7 @@ from kcli import __version__
 from kcli.tools import (
     broker,
     broker_api_versions,
+    complete_names,
     configs,
     console_consumer,
     console_producer,
@@ -60,6 +61,7 @@ for tool in (
     producer_perf_test,
     consumer_perf_test,
     dump_log_segments,
+    complete_names,
 ):
     tool.register(app)
 

@@ -1,0 +1,52 @@
+"""``kcli complete-names``: topic or group names for the shell completion scripts (hidden).
+
+The completion scripts call it when the word being completed follows ``--topic`` or ``--group``
+and the command line names a broker (``--bootstrap-server``, or 2.x's ``--broker-list``). It
+prints one name per line. A completion must never get in the way: every failure (no broker
+reachable within the short timeout, an error answer) prints nothing and exits 0.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+KINDS = ("topics", "groups")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("complete-names", hidden=True)(complete_names)
+
+
+def complete_names(
+    kind: Annotated[str, typer.Argument(help="topics or groups")],
+    bootstrap_server: Annotated[str, typer.Option("--bootstrap-server")],
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds before giving up, silently.")] = 1.5,
+) -> None:
+    if kind not in KINDS:
+        return
+    import asyncio
+
+    try:
+        names = asyncio.run(asyncio.wait_for(_names(kind, bootstrap_server, timeout), timeout))
+    except Exception:  # a completion stays silent, whatever went wrong
+        return
+    if names:
+        print("\n".join(sorted(names)))
+
+
+async def _names(kind: str, bootstrap: str, timeout: float) -> set[str]:
+    from kcli.client.cluster import Cluster
+    from kcli.client.connection import error_code
+
+    async with Cluster(bootstrap, request_timeout=timeout, retries=0) as cluster:
+        metadata = await cluster.refresh()
+        if kind == "topics":
+            return set(metadata.topics)
+        names: set[str] = set()
+        for node_id in metadata.brokers:
+            answer = await cluster.call(node_id, 16, {})
+            if not error_code(answer.error_code):
+                names.update(g.group_id for g in answer.groups)
+        return names
