@@ -45,7 +45,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     13: 4,  # LeaveGroup
     14: 5,  # SyncGroup
     15: 5,  # DescribeGroups
-    16: 4,  # ListGroups
+    16: 5,  # ListGroups
     18: 3,  # ApiVersions
     19: 7,  # CreateTopics
     20: 6,  # DeleteTopics
