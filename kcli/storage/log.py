@@ -559,7 +559,7 @@ class Log:
         """ListOffsets: the first offset whose record timestamp is >= ``timestamp``.
 
         ``EARLIEST_TIMESTAMP`` (-2) and ``LATEST_TIMESTAMP`` (-1) give the log start and end
-        offsets, ``MAX_TIMESTAMP`` (-3) the batch holding the largest timestamp.
+        offsets, ``MAX_TIMESTAMP`` (-3) the first record holding the largest timestamp.
         """
         with self._lock:
             cache = self.leader_epoch_cache
@@ -571,7 +571,9 @@ class Log:
                 best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
                 if best.max_timestamp_so_far < 0:
                     return TimestampAndOffset(NO_TIMESTAMP, -1, None)
-                offset = best.offset_of_max_timestamp_so_far
+                offset = best.offset_of_max_timestamp_record()
+                if offset is None:
+                    return TimestampAndOffset(NO_TIMESTAMP, -1, None)
                 return TimestampAndOffset(best.max_timestamp_so_far, offset, cache.epoch_for_offset(offset))
             for segment in self._segments:
                 if segment.largest_timestamp >= timestamp:

@@ -366,6 +366,19 @@ class LogSegment:
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         return self.log.search_for_timestamp(timestamp, position, starting_offset)
 
+    def offset_of_max_timestamp_record(self) -> int | None:
+        """The offset of the first record carrying this segment's largest timestamp (Kafka's
+        ``RecordBatch.offsetOfMaxTimestamp`` of the batch holding it); None for magic 0."""
+        max_timestamp = self.max_timestamp_so_far
+        position = self.offset_index.lookup(self.offset_of_max_timestamp_so_far).position
+        for _, batch in self.log.batches(position):
+            if batch.max_timestamp != max_timestamp:
+                continue
+            if batch.magic == 0:
+                return None
+            return next((r.offset for r in batch.records() if r.timestamp == max_timestamp), None)
+        return None
+
     @property
     def largest_timestamp(self) -> int:
         """The largest record timestamp, or the file's modification time when there is none."""

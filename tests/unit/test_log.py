@@ -385,6 +385,15 @@ def test_fetch_offset_by_timestamp(tmp_path):
     assert tuple(log.fetch_offset_by_timestamp(MAX_TIMESTAMP)) == (500, 3, 2)
 
 
+def test_max_timestamp_is_the_first_record_holding_it(tmp_path):
+    """Kafka 3.9 answers MAX_TIMESTAMP with RecordBatch.offsetOfMaxTimestamp: the first record of
+    the batch whose timestamp is the largest, not the batch's last offset."""
+    log = open_log(tmp_path)
+    log.append(batch([1000, 5000, 3000, 5000]), leader_epoch=1)
+    log.append(batch([2000]), leader_epoch=1)
+    assert tuple(log.fetch_offset_by_timestamp(MAX_TIMESTAMP)) == (5000, 1, 1)
+
+
 # -- leader epochs and partition metadata --------------------------------------------------------------
 
 
