@@ -1,9 +1,224 @@
-"""Placeholder until the tool lands."""
+"""``kcli get-offsets``: Kafka's kafka-get-offsets.sh (GetOffsetShell), with Kafka 3.9's flags,
+lines and messages.
+
+Prints ``topic:partition:offset`` for each partition the filters select, sorted as Kafka sorts
+them: by the text ``topic-partition`` (so ``t-10`` comes before ``t-2``). Partitions whose offset
+is unknown (no record at or after the asked timestamp) are left out, as in Kafka 3.9.
+
+Filters: ``--topic`` (a regex; every topic without it) with ``--partitions 0,1,...``, or
+``--topic-partitions topic1:1,topic2:0-3,topic3,topic4:5-,:-3`` (ranges include the lower and
+exclude the upper bound); ``--exclude-internal-topics``. ``--time``: ``-1``/``latest`` (default),
+``-2``/``earliest``, ``-3``/``max-timestamp``, ``-4``/``earliest-local``, ``-5``/``latest-tiered``
+(needs ListOffsets v9, which kcli's client does not send: each partition reports it), or a
+timestamp in ms. ``--broker-list`` is the deprecated spelling of ``--bootstrap-server``.
+
+Errors are Kafka's lines on stderr: ``Error occurred: <message>`` (exit 2 for bad arguments, 1
+otherwise), and per failed partition ``Skip getting offsets for topic-partition t-0 due to error:
+<message>``; unlike Kafka, a skipped partition makes the exit code 1.
+
+``--output json`` writes one object per partition, in the same order: ``{"topic": str,
+"partition": int, "offset": int, "timestamp": int | null, "leader_epoch": int | null}``
+(``timestamp``: the matched record's, for ``max-timestamp`` and timestamps; null when the broker
+gives none).
+"""
 
 from __future__ import annotations
 
+import re
+from typing import Annotated, Optional
+
 import typer
+
+from kcli.output import Format
+
+TOPIC_PARTITION_PATTERN = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
+INT_MAX = 2**31 - 1
+TIME_NAMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4, "latest-tiered": -5}
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("get-offsets", help="An interactive shell for getting topic-partition offsets.", no_args_is_help=True)(get_offsets)
+
+
+def get_offsets(
+    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: the server(s) to connect to, HOST1:PORT1,HOST2:PORT2.")] = None,
+    broker_list: Annotated[Optional[str], typer.Option("--broker-list", help="Deprecated spelling of --bootstrap-server; ignored when that is given.")] = None,
+    topic_partitions: Annotated[Optional[str], typer.Option("--topic-partitions", help="Comma-separated topic-partition patterns: topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3 (topic regex, then a partition, range, lower or upper bound).")] = None,
+    topic: Annotated[Optional[str], typer.Option("--topic", help="The topic (a regex) to get offsets for; every topic without it. Not with --topic-partitions.")] = None,
+    partitions: Annotated[Optional[str], typer.Option("--partitions", help="Comma-separated partition ids; every partition without it. Not with --topic-partitions.")] = None,
+    time: Annotated[str, typer.Option("--time", help="<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / -5 or latest-tiered.")] = "latest",
+    command_config: Annotated[Optional[str], typer.Option("--command-config", help="A properties file of admin client settings.")] = None,
+    exclude_internal_topics: Annotated[bool, typer.Option("--exclude-internal-topics", help="Leave out internal topics (included by default).")] = False,
+    output: Annotated[Format, typer.Option("--output", help="plain: Kafka's topic:partition:offset lines; json: one JSON object per partition.")] = Format.plain,
+) -> None:
+    from kcli.errors import KcliError, UsageError
+    from kcli.output import Output
+
+    out = Output(output)
+    try:
+        try:
+            servers = bootstrap_server if bootstrap_server is not None else broker_list
+            if servers is None:
+                raise UsageError("Missing required option(s) [bootstrap-server]")
+            _validate_bootstrap(servers)
+            if topic_partitions is not None and (topic is not None or partitions is not None):
+                raise UsageError("--topic-partitions cannot be used with --topic or --partitions")
+            spec = parse_time(time)
+            if topic_partitions is not None:
+                selector = _PatternList(topic_partitions)
+            else:
+                selector = _TopicAndPartitions(topic if topic is not None else ".*", _partition_set(partitions))
+            from kcli.tools._admin_common import client_settings, load_command_config
+
+            settings = client_settings(load_command_config(command_config), bootstrap=servers, client_id="GetOffsetShell", warn=out.diag)
+        except KcliError as exc:
+            out.diag(f"Error occurred: {exc}")
+            raise typer.Exit(exc.exit_code) from None
+        try:
+            ok = _fetch_and_print(out, settings, selector, spec, exclude_internal_topics)
+        except KcliError as exc:
+            out.diag(f"Error occurred: {exc}")
+            raise typer.Exit(1) from None
+        if not ok:
+            raise typer.Exit(1)
+    finally:
+        out.flush()
+
+
+def _fetch_and_print(out, settings, selector, spec: int, exclude_internal: bool) -> bool:
+    from kcli.client.admin import TopicPartition
+    from kcli.errors import KcliError
+    from kcli.tools._admin_common import AdminSession
+
+    with AdminSession(settings) as session:
+        topics = session.run(session.admin.list_topics(include_internal=not exclude_internal))
+        chosen = [name for name in topics if selector.allows_topic(name)]
+        described = session.run(session.admin.describe_topics(chosen)) if chosen else {}
+        wanted = []
+        for name in chosen:
+            info = described[name]
+            if isinstance(info, Exception):
+                raise info
+            wanted += [TopicPartition(name, p) for p in info.partitions if selector.allows(name, p)]
+        if not wanted:
+            raise KcliError("Could not match any topic-partitions with the specified filters")
+        results = session.run(session.admin.list_offsets({tp: spec for tp in wanted}))
+    ok = True
+    for tp in sorted(wanted, key=str):
+        result = results[tp]
+        if result.error is not None:
+            out.diag(f"Skip getting offsets for topic-partition {tp} due to error: {result.error}")
+            ok = False
+            continue
+        if result.offset == -1:
+            continue
+        if out.json:
+            out.obj(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "offset": result.offset,
+                    "timestamp": result.timestamp if result.timestamp >= 0 else None,
+                    "leader_epoch": result.leader_epoch if result.leader_epoch >= 0 else None,
+                }
+            )
+        else:
+            out.line(f"{tp.topic}:{tp.partition}:{result.offset}")
+    return ok
+
+
+def parse_time(text: str) -> int:
+    """Kafka's parseOffsetSpec as a ListOffsets timestamp."""
+    from kcli.errors import UsageError
+
+    if text in TIME_NAMES:
+        return TIME_NAMES[text]
+    body = text[1:] if text[:1] in "+-" else text
+    if body and body.isascii() and body.isdigit() and -(2**63) <= int(text) < 2**63:
+        return int(text)
+    raise UsageError(
+        f"Malformed time argument {text}. Please use -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / "
+        "-5 or latest-tiered, or a specified long format timestamp"
+    )
+
+
+def _validate_bootstrap(servers: str) -> None:
+    from kcli.errors import UsageError
+
+    if not servers.strip():
+        raise UsageError("Error while validating the bootstrap address")
+    for item in servers.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise UsageError("Please provide valid host:port like host1:9091,host2:9092")
+
+
+def _partition_set(text: str | None) -> frozenset[int]:
+    from kcli.errors import UsageError
+
+    if not text:
+        return frozenset()
+    try:
+        return frozenset(_parse_int(p) for p in text.split(","))
+    except ValueError:
+        raise UsageError(f"--partitions expects a comma separated list of numeric partition ids, but received: {text}") from None
+
+
+def _parse_int(text: str) -> int:
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit() or not -(2**31) <= int(text) < 2**31:
+        raise ValueError(text)
+    return int(text)
+
+
+class _TopicAndPartitions:
+    """Kafka's TopicFilterAndPartitionFilter: a topic regex and a set of partitions (empty: all)."""
+
+    def __init__(self, topic_regex: str, partitions: frozenset[int] | None = None, low: int = 0, high: int = INT_MAX) -> None:
+        from kcli.tools._admin_common import TopicFilter
+
+        self.topics = TopicFilter(topic_regex)
+        self.partitions = partitions
+        self.low, self.high = low, high
+
+    def allows_topic(self, topic: str) -> bool:
+        return self.topics.allows(topic)
+
+    def allows(self, topic: str, partition: int) -> bool:
+        if not self.allows_topic(topic):
+            return False
+        if self.partitions is not None:
+            return not self.partitions or partition in self.partitions
+        return self.low <= partition < self.high
+
+
+class _PatternList:
+    """``--topic-partitions``: any of the comma-separated rules."""
+
+    def __init__(self, text: str) -> None:
+        from kcli.errors import UsageError
+
+        self.rules = []
+        specs = text.split(",")
+        while len(specs) > 1 and specs[-1] == "":
+            specs.pop()  # Java's split drops trailing empty strings
+        for spec in specs:
+            match = TOPIC_PARTITION_PATTERN.fullmatch(spec)
+            if match is None:
+                raise UsageError(f"Invalid rule specification: {spec}")
+            topic, single, low, high = (g or None for g in match.groups())
+            regex = topic if topic is not None else ".*"
+            try:
+                if single is not None:
+                    rule = _TopicAndPartitions(regex, None, _parse_int(single), _parse_int(single) + 1)
+                else:
+                    rule = _TopicAndPartitions(regex, None, _parse_int(low) if low else 0, _parse_int(high) if high else INT_MAX)
+            except ValueError:
+                raise UsageError(f"Invalid rule specification: {spec}") from None
+            self.rules.append(rule)
+
+    def allows_topic(self, topic: str) -> bool:
+        return any(rule.allows_topic(topic) for rule in self.rules)
+
+    def allows(self, topic: str, partition: int) -> bool:
+        return any(rule.allows(topic, partition) for rule in self.rules)

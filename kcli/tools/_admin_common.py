@@ -1,0 +1,246 @@
+"""What the admin tools share: connection settings, a blocking admin session, and Kafka's ways of
+naming and ordering things in their output.
+
+- ``client_settings`` turns Java admin-client properties (``--command-config`` files, plus the
+  ``--bootstrap-server`` flag) into ``Cluster`` arguments, warning about names Kafka's admin
+  client does not know, as Kafka does.
+- ``AdminSession`` opens a ``Cluster`` and an ``Admin`` on a private event loop and runs admin
+  coroutines one by one for a blocking tool.
+- ``TopicFilter`` is Kafka's ``IncludeList`` (a topic regex, as ``--topic`` takes it);
+  ``kafka_uuid`` prints a topic id as Kafka does; ``java_hash_order`` reproduces the iteration
+  order of a ``java.util.HashMap``, which several Kafka tools print their results in.
+
+Imported by the tools' command functions only (it pulls in the client).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import sys
+import uuid
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
+
+from kcli.config import read_properties
+from kcli.errors import KcliError, UsageError
+
+T = TypeVar("T")
+
+# The property names Kafka 3.9's admin client defines (AdminClientConfig); ssl.* and sasl.*
+# settings are known too. Only some of them mean something to kcli's client.
+ADMIN_CONFIG_NAMES = frozenset(
+    {
+        "bootstrap.servers",
+        "bootstrap.controllers",
+        "client.dns.lookup",
+        "client.id",
+        "metadata.max.age.ms",
+        "send.buffer.bytes",
+        "receive.buffer.bytes",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "enable.metrics.push",
+        "request.timeout.ms",
+        "socket.connection.setup.timeout.ms",
+        "socket.connection.setup.timeout.max.ms",
+        "connections.max.idle.ms",
+        "retries",
+        "default.api.timeout.ms",
+        "metrics.sample.window.ms",
+        "metrics.num.samples",
+        "metric.reporters",
+        "metrics.recording.level",
+        "auto.include.jmx.reporter",
+        "security.providers",
+        "security.protocol",
+        "metadata.recovery.strategy",
+    }
+)
+
+
+def load_command_config(path: str | None) -> dict[str, str]:
+    """A ``--command-config`` properties file (empty when no file is given)."""
+    return {} if path is None else read_properties(path)
+
+
+def client_settings(
+    props: Mapping[str, str],
+    *,
+    bootstrap: str | None = None,
+    client_id: str | None = None,
+    warn: Callable[[str], None] | None = None,
+    known: frozenset[str] = ADMIN_CONFIG_NAMES,
+) -> dict[str, Any]:
+    """``Cluster`` keyword arguments from Java client properties.
+
+    ``bootstrap`` (the tool's flag) wins over ``bootstrap.servers``; ``client_id`` is the tool's
+    default, used when the properties set none. Understood: bootstrap.servers, client.id,
+    request.timeout.ms, retries, retry.backoff.ms, retry.backoff.max.ms, security.protocol
+    (PLAINTEXT only). Names outside ``known`` (and not ssl.* / sasl.*) are reported through
+    ``warn`` in Kafka's words.
+    """
+    warn = warn or (lambda line: print(line, file=sys.stderr))
+    for name in props:
+        if name not in known and not name.startswith(("ssl.", "sasl.")):
+            warn(f"The configuration '{name}' was supplied but isn't a known config.")
+    protocol = props.get("security.protocol", "PLAINTEXT").strip()
+    if protocol.upper() != "PLAINTEXT":
+        raise KcliError(f"security.protocol={protocol} is not supported: kcli's client speaks PLAINTEXT only")
+    servers = bootstrap if bootstrap is not None else props.get("bootstrap.servers")
+    if not servers or not servers.strip():
+        raise UsageError("no bootstrap server given: use --bootstrap-server or bootstrap.servers")
+    settings: dict[str, Any] = {"bootstrap_servers": servers}
+    chosen_id = props.get("client.id") or client_id
+    if chosen_id:
+        settings["client_id"] = chosen_id
+    if "request.timeout.ms" in props:
+        settings["request_timeout"] = _number(props, "request.timeout.ms") / 1000
+    if "retries" in props:
+        settings["retries"] = int(_number(props, "retries"))
+    if "retry.backoff.ms" in props:
+        settings["retry_backoff"] = _number(props, "retry.backoff.ms") / 1000
+    if "retry.backoff.max.ms" in props:
+        settings["retry_backoff_max"] = _number(props, "retry.backoff.max.ms") / 1000
+    return settings
+
+
+def _number(props: Mapping[str, str], name: str) -> float:
+    text = props[name].strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise KcliError(f"Invalid value {text} for configuration {name}: Not a number of type INT") from None
+    if value < 0:
+        raise KcliError(f"Invalid value {text} for configuration {name}: Value must be at least 0")
+    return value
+
+
+class AdminSession:
+    """A cluster connection and its ``Admin`` for a blocking tool::
+
+        with AdminSession(settings) as session:
+            topics = session.run(session.admin.list_topics())
+    """
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.settings = dict(settings)
+
+    def __enter__(self) -> AdminSession:
+        from kcli.client.admin import Admin
+        from kcli.client.cluster import Cluster
+        from kcli.client.sync import SyncRunner
+
+        self.runner = SyncRunner()
+        try:
+            self.cluster = Cluster(**self.settings)
+            self.runner.run(self.cluster.__aenter__())
+        except BaseException:
+            self.runner.close()
+            raise
+        self.admin = Admin(self.cluster)
+        return self
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.runner.run(coroutine)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.runner.run(self.cluster.close())
+        finally:
+            self.runner.close()
+
+
+class TopicFilter:
+    """Kafka's ``IncludeList``: a topic regex, matched against the whole name. Commas stand for
+    ``|``; spaces and surrounding quotes are dropped, as Kafka does for values from files."""
+
+    def __init__(self, raw: str) -> None:
+        regex = raw.strip().replace(",", "|").replace(" ", "")
+        regex = re.sub(r"^[\"']+", "", regex)
+        regex = re.sub(r"[\"']+$", "", regex)
+        self.regex = regex
+        try:
+            self._pattern = re.compile(regex)
+        except re.error:
+            raise KcliError(f"{regex} is an invalid regex.") from None
+
+    def allows(self, topic: str, exclude_internal: bool = False) -> bool:
+        return self._pattern.fullmatch(topic) is not None and not (exclude_internal and is_internal(topic))
+
+
+# Kafka's Topic.INTERNAL_TOPICS (3.9).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def is_internal(topic: str) -> bool:
+    return topic in INTERNAL_TOPICS
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """A topic id as Kafka prints it (``Uuid.toString``): URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """The inverse of ``kafka_uuid``; KcliError when ``text`` is not 16 bytes of base64."""
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError):
+        data = b""
+    if len(text) > 24 or len(data) != 16:
+        raise KcliError(f"Input string `{text}` is not a base64-encoded UUID")
+    return uuid.UUID(bytes=data)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    for unit in _utf16_units(text):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _utf16_units(text: str) -> Iterable[int]:
+    for char in text:
+        code = ord(char)
+        if code < 0x10000:
+            yield code
+        else:
+            code -= 0x10000
+            yield 0xD800 + (code >> 10)
+            yield 0xDC00 + (code & 0x3FF)
+
+
+def java_hash_order(keys: Iterable[str], initial_capacity: int | None = None) -> list[str]:
+    """The order a ``java.util.HashMap`` with String keys iterates them, given the order they were
+    put in: by bucket (``(h ^ (h >>> 16)) & (capacity - 1)``), and by insertion within a bucket.
+    ``initial_capacity`` is the ``new HashMap<>(n)`` argument (None: the default constructor)."""
+    ordered = list(dict.fromkeys(keys))
+    capacity = 16 if initial_capacity is None else _table_size_for(initial_capacity)
+    while len(ordered) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [key for _, key in sorted(enumerate(ordered), key=lambda pair: (bucket(pair[1]), pair[0]))]
+
+
+def _table_size_for(capacity: int) -> int:
+    size = 1
+    while size < capacity:
+        size *= 2
+    return size
+
+
+def option(name: str) -> str:
+    """An option as Kafka's option parser names it in messages: ``[name]``."""
+    return f"[{name}]"
+
+
+def zookeeper_not_available() -> KcliError:
+    return KcliError("--zookeeper is not available yet: kcli's tools reach the cluster through --bootstrap-server")
