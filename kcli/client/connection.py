@@ -169,8 +169,15 @@ class BrokerConnection:
             return None
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.CancelledError:
+            # Nobody will read this answer: forget it, so a later failure is not reported as an
+            # exception nobody retrieved.
+            self._pending.pop(correlation_id, None)
+            future.cancel()
+            raise
         except asyncio.TimeoutError:
             self._pending.pop(correlation_id, None)
+            future.cancel()
             name = messages.api_name(api_key) or str(api_key)
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{name} to {self.address} timed out after {timeout:g} s") from None
 
