@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from kcli.errors import ErrorCode, KafkaError
 from kcli.protocol import framing, messages
 
 _SIZE = struct.Struct(">i")
-_HEADER = struct.Struct(">hhih")
+_FRAMED_HEADER = struct.Struct(">ihhih")  # size, then request header v1
 _ERROR_CODE = struct.Struct(">h")
 API_VERSIONS = 18
 
@@ -86,6 +87,7 @@ class BrokerConnection:
         self._client_id_bytes = client_id.encode()
         self._correlation = itertools.count(1)
         self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self._correlation_of: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
         self._failure: Exception | None = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_answers())
         self.versions: dict[int, tuple[int, int]] = {}
@@ -148,19 +150,8 @@ class BrokerConnection:
         return await self.send(api_key, self.version_for(api_key, at_least=at_least), fields, timeout=timeout)
 
     async def send(self, api_key: int, version: int, fields: Mapping[str, Any], *, timeout: float | None = 30.0, expect_response: bool = True) -> Any:
-        if self._failure is not None:
-            raise BrokerUnreachable(f"connection to {self.address} is closed: {_reason(self._failure)}")
         request = messages.build(messages.request_type(api_key, version), fields)
-        correlation_id = next(self._correlation)
-        header = _HEADER.pack(api_key, version, correlation_id, len(self._client_id_bytes)) + self._client_id_bytes
-        if messages.is_flexible(api_key, version):
-            header += b"\0"
-        body = messages.encode(request)
-        future: asyncio.Future[Any] | None = None
-        if expect_response:
-            future = asyncio.get_running_loop().create_future()
-            self._pending[correlation_id] = (api_key, version, future)
-        self._writer.write(_SIZE.pack(len(header) + len(body)) + header + body)
+        future = self.write(api_key, version, [messages.encode(request)], expect_response=expect_response)
         try:
             await self._writer.drain()
         except OSError as exc:
@@ -172,14 +163,50 @@ class BrokerConnection:
         except asyncio.CancelledError:
             # Nobody will read this answer: forget it, so a later failure is not reported as an
             # exception nobody retrieved.
-            self._pending.pop(correlation_id, None)
-            future.cancel()
+            self.forget(future)
             raise
         except asyncio.TimeoutError:
-            self._pending.pop(correlation_id, None)
-            future.cancel()
+            self.forget(future)
             name = messages.api_name(api_key) or str(api_key)
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"{name} to {self.address} timed out after {timeout:g} s") from None
+
+    def write(self, api_key: int, version: int, body: list[bytes], *, expect_response: bool = True) -> asyncio.Future[Any] | None:
+        """Frame an encoded request body (in pieces) and write it now, without waiting; the future
+        of its decoded answer, or None when no answer comes (Produce with acks=0).
+
+        For callers that encode their own bodies and take answers in callbacks (the producer);
+        they apply back-pressure themselves (``drain``).
+        """
+        if self._failure is not None:
+            raise BrokerUnreachable(f"connection to {self.address} is closed: {_reason(self._failure)}")
+        correlation_id = next(self._correlation)
+        client_id = self._client_id_bytes
+        flexible = messages.is_flexible(api_key, version)
+        size = 10 + len(client_id) + flexible + sum(map(len, body))
+        header = _FRAMED_HEADER.pack(size, api_key, version, correlation_id, len(client_id)) + client_id
+        if flexible:
+            header += b"\0"
+        future: asyncio.Future[Any] | None = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._pending[correlation_id] = (api_key, version, future)
+            self._correlation_of[future] = correlation_id
+        self._writer.writelines([header, *body])
+        return future
+
+    def forget(self, future: asyncio.Future[Any]) -> None:
+        """Stop waiting for an answer (its asker gave up); a late answer is dropped."""
+        correlation_id = self._correlation_of.pop(future, None)
+        if correlation_id is not None:
+            self._pending.pop(correlation_id, None)
+        future.cancel()
+
+    async def drain(self) -> None:
+        """Wait while the socket's send buffer is full."""
+        try:
+            await self._writer.drain()
+        except OSError as exc:
+            self._fail(exc)
 
     async def _read_answers(self) -> None:
         reader = self._reader
