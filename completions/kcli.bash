@@ -15,13 +15,26 @@ _kcli() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "$path/${COMP_WORDS[i]}" in
             "/broker") path="broker" ;;
+            "/broker-api-versions") path="broker-api-versions" ;;
+            "/configs") path="configs" ;;
+            "/console-consumer") path="console-consumer" ;;
+            "/console-producer") path="console-producer" ;;
+            "/consumer-groups") path="consumer-groups" ;;
+            "/consumer-perf-test") path="consumer-perf-test" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
+            "/export") path="export" ;;
+            "/get-offsets") path="get-offsets" ;;
+            "/import") path="import" ;;
+            "/mirror") path="mirror" ;;
+            "/producer-perf-test") path="producer-perf-test" ;;
+            "/stats") path="stats" ;;
+            "/topics") path="topics" ;;
             "broker/start") path="broker/start" ;;
         esac
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker dump-log-segments --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -31,6 +44,116 @@ _kcli() {
                 --log-level) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--config -c --override --log-level --help" -- "$cur")) ;;
+        "broker-api-versions")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --output --help" -- "$cur")) ;;
+        "configs")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --bootstrap-controller) COMPREPLY=(); return ;;
+                --zookeeper) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --entity-type) COMPREPLY=(); return ;;
+                --entity-name) COMPREPLY=(); return ;;
+                --add-config) COMPREPLY=(); return ;;
+                --add-config-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --delete-config) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --client) COMPREPLY=(); return ;;
+                --user) COMPREPLY=(); return ;;
+                --broker) COMPREPLY=(); return ;;
+                --broker-logger) COMPREPLY=(); return ;;
+                --ip) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --help" -- "$cur")) ;;
+        "console-consumer")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --whitelist) COMPREPLY=(); return ;;
+                --include) COMPREPLY=(); return ;;
+                --partition) COMPREPLY=(); return ;;
+                --offset) COMPREPLY=(); return ;;
+                --consumer-property) COMPREPLY=(); return ;;
+                --consumer.config) COMPREPLY=(); return ;;
+                --formatter) COMPREPLY=(); return ;;
+                --property) COMPREPLY=(); return ;;
+                --formatter-config) COMPREPLY=(); return ;;
+                --max-messages) COMPREPLY=(); return ;;
+                --timeout-ms) COMPREPLY=(); return ;;
+                --key-deserializer) COMPREPLY=(); return ;;
+                --value-deserializer) COMPREPLY=(); return ;;
+                --isolation-level) COMPREPLY=(); return ;;
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --topic --whitelist --include --partition --offset --consumer-property --consumer.config --formatter --property --formatter-config --from-beginning --max-messages --timeout-ms --skip-message-on-error --key-deserializer --value-deserializer --enable-systest-events --isolation-level --group --output --help" -- "$cur")) ;;
+        "console-producer")
+            case "$prev" in
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --compression-codec) COMPREPLY=(); return ;;
+                --batch-size) COMPREPLY=(); return ;;
+                --message-send-max-retries) COMPREPLY=(); return ;;
+                --retry-backoff-ms) COMPREPLY=(); return ;;
+                --timeout) COMPREPLY=(); return ;;
+                --request-required-acks) COMPREPLY=(); return ;;
+                --request-timeout-ms) COMPREPLY=(); return ;;
+                --metadata-expiry-ms) COMPREPLY=(); return ;;
+                --max-block-ms) COMPREPLY=(); return ;;
+                --max-memory-bytes) COMPREPLY=(); return ;;
+                --max-partition-memory-bytes) COMPREPLY=(); return ;;
+                --line-reader) COMPREPLY=(); return ;;
+                --socket-buffer-size) COMPREPLY=(); return ;;
+                --property) COMPREPLY=(); return ;;
+                --reader-config) COMPREPLY=(); return ;;
+                --producer-property) COMPREPLY=(); return ;;
+                --producer.config) COMPREPLY=(); return ;;
+                --input) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --sync --compression-codec --batch-size --message-send-max-retries --retry-backoff-ms --timeout --request-required-acks --request-timeout-ms --metadata-expiry-ms --max-block-ms --max-memory-bytes --max-partition-memory-bytes --line-reader --socket-buffer-size --property --reader-config --producer-property --producer.config --input --help" -- "$cur")) ;;
+        "consumer-groups")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --state) COMPREPLY=(); return ;;
+                --type) COMPREPLY=(); return ;;
+                --timeout) COMPREPLY=(); return ;;
+                --to-offset) COMPREPLY=(); return ;;
+                --shift-by) COMPREPLY=(); return ;;
+                --to-datetime) COMPREPLY=(); return ;;
+                --by-duration) COMPREPLY=(); return ;;
+                --from-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --help" -- "$cur")) ;;
+        "consumer-perf-test")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --include) COMPREPLY=(); return ;;
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --fetch-size) COMPREPLY=(); return ;;
+                --socket-buffer-size) COMPREPLY=(); return ;;
+                --threads) COMPREPLY=(); return ;;
+                --num-fetch-threads) COMPREPLY=(); return ;;
+                --consumer.config) COMPREPLY=(); return ;;
+                --timeout) COMPREPLY=(); return ;;
+                --messages) COMPREPLY=(); return ;;
+                --reporting-interval) COMPREPLY=(); return ;;
+                --date-format) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --include --group --fetch-size --from-latest --socket-buffer-size --threads --num-fetch-threads --consumer.config --print-metrics --show-detailed-stats --timeout --messages --reporting-interval --date-format --hide-header --output --help" -- "$cur")) ;;
         "dump-log-segments")
             case "$prev" in
                 --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -41,6 +164,105 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --help" -- "$cur")) ;;
+        "export")
+            case "$prev" in
+                --output-dir) COMPREPLY=(); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --log-dir) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --topic-pattern) COMPREPLY=(); return ;;
+                --format) COMPREPLY=(); return ;;
+                --starting-offsets) COMPREPLY=(); return ;;
+                --ending-offsets) COMPREPLY=(); return ;;
+                --starting-timestamp) COMPREPLY=(); return ;;
+                --ending-timestamp) COMPREPLY=(); return ;;
+                --mode) COMPREPLY=(); return ;;
+                --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --option) COMPREPLY=(); return ;;
+                --master) COMPREPLY=(); return ;;
+                --conf) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--output-dir --bootstrap-server --log-dir --topic --topic-pattern --format --starting-offsets --ending-offsets --starting-timestamp --ending-timestamp --mode --files --option --master --conf --verbose --help" -- "$cur")) ;;
+        "get-offsets")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --topic-partitions) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --partitions) COMPREPLY=(); return ;;
+                --time) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --help" -- "$cur")) ;;
+        "import")
+            case "$prev" in
+                --input) COMPREPLY=(); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --format) COMPREPLY=(); return ;;
+                --producer-property) COMPREPLY=(); return ;;
+                --master) COMPREPLY=(); return ;;
+                --conf) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--input --bootstrap-server --topic --format --keep-partitions --no-keep-partitions --keep-timestamps --no-keep-timestamps --producer-property --master --conf --verbose --help" -- "$cur")) ;;
+        "mirror")
+            case "$prev" in
+                --source-bootstrap-server) COMPREPLY=(); return ;;
+                --target-bootstrap-server) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --topic-pattern) COMPREPLY=(); return ;;
+                --checkpoint) COMPREPLY=(); return ;;
+                --interval) COMPREPLY=(); return ;;
+                --starting-offsets) COMPREPLY=(); return ;;
+                --max-offsets-per-trigger) COMPREPLY=(); return ;;
+                --topic-prefix) COMPREPLY=(); return ;;
+                --producer-property) COMPREPLY=(); return ;;
+                --master) COMPREPLY=(); return ;;
+                --conf) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--source-bootstrap-server --target-bootstrap-server --topic --topic-pattern --checkpoint --once --interval --starting-offsets --max-offsets-per-trigger --topic-prefix --keep-partitions --no-keep-partitions --producer-property --master --conf --verbose --help" -- "$cur")) ;;
+        "producer-perf-test")
+            case "$prev" in
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --num-records) COMPREPLY=(); return ;;
+                --record-size) COMPREPLY=(); return ;;
+                --payload-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --payload-delimiter) COMPREPLY=(); return ;;
+                --throughput) COMPREPLY=(); return ;;
+                --producer-props) COMPREPLY=(); return ;;
+                --producer.config) COMPREPLY=(); return ;;
+                --transactional-id) COMPREPLY=(); return ;;
+                --transaction-duration-ms) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--topic --num-records --record-size --payload-file --payload-monotonic --payload-delimiter --throughput --producer-props --producer.config --print-metrics --transactional-id --transaction-duration-ms --help" -- "$cur")) ;;
+        "stats")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --log-dir) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --topic-pattern) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+                --master) COMPREPLY=(); return ;;
+                --conf) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --log-dir --topic --topic-pattern --output --master --conf --verbose --help" -- "$cur")) ;;
+        "topics")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --zookeeper) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --topic-id) COMPREPLY=(); return ;;
+                --config) COMPREPLY=(); return ;;
+                --delete-config) COMPREPLY=(); return ;;
+                --partitions) COMPREPLY=(); return ;;
+                --replication-factor) COMPREPLY=(); return ;;
+                --replica-assignment) COMPREPLY=(); return ;;
+                --partition-size-limit-per-response) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --output --help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _kcli kcli

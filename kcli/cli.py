@@ -21,8 +21,12 @@ from kcli.tools import (
     consumer_groups,
     consumer_perf_test,
     dump_log_segments,
+    export,
     get_offsets,
+    import_,
+    mirror,
     producer_perf_test,
+    stats,
     topics,
 )
 
@@ -61,6 +65,10 @@ for tool in (
     producer_perf_test,
     consumer_perf_test,
     dump_log_segments,
+    export,
+    import_,
+    mirror,
+    stats,
     complete_names,
 ):
     tool.register(app)

@@ -29,10 +29,29 @@ Modules
                    Arrow binary views over the records bytes and cast to binary. Whatever does
                    not frame exactly, and records with headers when headers are asked for, go
                    to ``storage/records.py``'s decoder, which stays the authority on the format.
+    online.py      a broker (any Kafka-compatible one): the partitions a subscription reads
+                   and offsets resolved on the driver with kcli's client (metadata, ListOffsets:
+                   earliest, latest, offsetsForTimes; read_committed ends at the LSO); on the
+                   executors one ``BrokerRange`` fetched from its leader by a prefetching thread,
+                   exactly ``[start, end)``, aborted transactions dropped with read_committed.
+    decode.py      record batches from files or Fetch answers to Arrow batches (the fast
+                   columnar path, the per-record fallback, control batches skipped, bad batches
+                   per failOnDataLoss/includeCorrupt).
     source.py      ``KcliSource``, format name ``kcli``: ``schema()`` (Kafka's columns, plus
                    ``headers`` with includeHeaders and ``corrupt`` with includeCorrupt), the
-                   batch reader (one input partition per topic-partition segment range) and the
-                   stream reader (offsets as Spark's Kafka JSON, read limits, availableNow).
+                   batch reader (one input partition per offset range; per segment offline) and
+                   the stream reader (offsets as Spark's Kafka JSON, read limits, availableNow,
+                   ``initialOffsetsPath`` pinning the first resolution of latest/timestamps),
+                   over a ``LogDirs`` or ``Broker`` backend; ``writer``/``streamWriter``.
+    sink.py        Arrow writers (batch and streaming) with Spark's Kafka sink columns (value;
+                   key, headers, topic, partition; str or bytes), one producer per task,
+                   flushed before the task ends (at-least-once); ``includeTimestamp`` (kcli's)
+                   keeps a ``timestamp`` column as the record's CreateTime.
+    pipeline.py    what ``kcli export``/``import``/``mirror``/``stats`` share: the session
+                   (``--master``/``--conf``, kcli zipped onto remote executors), file layouts
+                   (Parquet, JSON lines, CSV keeping binary and nulls), progress, summary, and
+                   Spark failures turned into one line.
+    stats.py       per-partition record statistics and per-codec batch histograms.
     session.py     ``get_spark``: a quiet session (this interpreter for the workers, 127.0.0.1
                    for local masters, no UI, log4j errors only, the JVM's stderr captured) with
                    the source registered; one-line errors when Java or PySpark is missing.
@@ -54,12 +73,21 @@ resumes at the last committed end and a failed micro-batch is replayed over the 
 (a partition directory removed, a start beyond the end) are data loss, reported per
 ``failOnDataLoss``. ``startingOffsets=latest`` is resolved when the query first starts; Spark
 asks for the initial offset again on restart, so a log that grew meanwhile makes that replay an
-empty (reversed) range, reported as data loss.
+empty (reversed) range, reported as data loss, unless ``initialOffsetsPath`` keeps the first
+resolution.
+
+Data flow of an online read: the driver lists the topics and resolves offsets with ListOffsets
+and plans one ``BrokerRange`` per topic-partition (split by minPartitions); each Spark task opens
+its own connection, a thread fetches 8 MiB answers ahead while the task decodes the previous one
+into Arrow batches. Measured with ``bench/spark.py`` (2,000,000 records of 100 bytes, 4
+partitions, local[2], the broker on the same 2 cores): ``count()`` at 0.95-1.2 million rows/s,
+against 1.5-1.8 million for a confluent-kafka consumer loop.
 
 Differences from Spark's own Kafka connector: the format name is ``kcli`` (a Python source may
-not take the name ``kafka``), writes need ``.mode("append")``, and ``path``/``includeCorrupt``
-are kcli's. Offline, data is read up to the end of the files (there is no high watermark), and
-``kafka.isolation.level`` is not applied.
+not take the name ``kafka``), writes need ``.mode("append")``, and ``path``/``includeCorrupt``/
+``initialOffsetsPath``/``includeTimestamp`` are kcli's. Offline, data is read up to the end of the
+files (there is no high watermark), and ``kafka.isolation.level`` is not applied. The sink sends
+with kcli's producer, whose ``kafka.*`` configs are the Java producer's names.
 """
 
 from __future__ import annotations

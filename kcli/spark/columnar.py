@@ -2,7 +2,8 @@
 
 The per-record decoder (``records.decode_record_fields``) builds five Python objects per record;
 at the rate Spark consumes Arrow batches that is most of the cost of an offline read. Here only
-the record boundaries are found in Python (one length varint per record); every field of every
+the record boundaries are found in Python (one length varint per record, or one vectorised check for
+a run of records of equal size); every field of every
 record in a chunk of ~65,000 is then decoded by vectorised varint arithmetic over the
 concatenated records sections, and keys and values become Arrow binary-view arrays over those
 bytes, cast to plain binary in one pass.
@@ -180,12 +181,55 @@ def _frame_all(buf: np.ndarray, sections: list[bytes], counts: np.ndarray) -> tu
     # a chunk of a few long batches is cheaper to walk record by record.
     if longest * 64 <= total:
         return _frame_across_batches(buf, section_starts, section_ends, counts, total, longest)
-    starts: list[int] = []
-    ends: list[int] = []
+    start_pieces: list[np.ndarray] = []
+    end_pieces: list[np.ndarray] = []
     for section, base, count in zip(sections, section_starts.tolist(), counts.tolist()):
-        if not _frame(section, count, base, starts.append, ends.append):
+        if not _frame_strided(buf, section, base, count, start_pieces, end_pieces):
             return None
-    return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+    if not start_pieces:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(start_pieces), np.concatenate(end_pieces)
+
+
+def _frame_strided(buf: np.ndarray, section: bytes, base: int, count: int, start_pieces: list, end_pieces: list) -> bool:
+    """Frame one section, runs of equal-size records at a time: from a record boundary, every
+    record one stride apart is checked at once (its length varint must say exactly that stride;
+    framing from a boundary is unique, so the run up to the first mismatch is exact). Sections
+    whose record sizes keep changing are walked record by record (``_frame``). False unless the
+    ``count`` records fill the section exactly."""
+    size = len(section)
+    pos = done = short_runs = 0
+    while done < count:
+        if short_runs >= 3:
+            starts: list[int] = []
+            ends: list[int] = []
+            if not _frame(section[pos:], count - done, base + pos, starts.append, ends.append):
+                return False
+            start_pieces.append(np.array(starts, dtype=np.int64))
+            end_pieces.append(np.array(ends, dtype=np.int64))
+            return True
+        try:
+            length, body = decode_varint(section, pos)
+        except (IndexError, CorruptRecordError):
+            return False
+        stride = body - pos + length
+        if length < 0 or pos + stride > size:
+            return False
+        n = min(count - done, (size - pos) // stride)
+        positions = base + pos + np.arange(n, dtype=np.int64) * stride
+        lengths, widths = _varints(buf, positions)
+        if lengths is None:
+            short_runs = 3  # an overlong varint past the run: let the record walk judge it
+            continue
+        ok = (lengths >= 0) & ((lengths + widths) == stride)
+        run = n if ok.all() else int(np.argmin(ok))
+        start = positions[:run] + (widths[:run] if isinstance(widths, np.ndarray) else widths)
+        start_pieces.append(start)
+        end_pieces.append(start + lengths[:run])
+        pos += run * stride
+        done += run
+        short_runs = short_runs + 1 if run < 16 else 0
+    return pos == size
 
 
 def _frame_across_batches(

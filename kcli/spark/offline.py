@@ -33,6 +33,7 @@ from pathlib import Path
 
 from kcli.errors import CorruptRecordError, KcliError
 from kcli.spark.options import (
+    DataLossError,
     EARLIEST,
     LATEST,
     OffsetLimit,
@@ -47,7 +48,6 @@ from kcli.spark.options import (
 from kcli.storage.file_records import FileRecords
 from kcli.storage.index import OffsetIndex
 from kcli.storage.log import parse_topic_partition_name
-from kcli.storage.records import RecordBatch, TimestampType
 from kcli.storage.segment import INDEX_FILE_SUFFIX, is_log_file, offset_from_file_name
 
 ROWS_PER_ARROW_BATCH = 65536
@@ -57,10 +57,6 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__clu
 _SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 
 FAIL_ON_DATA_LOSS_HINT = "set failOnDataLoss=false to skip what is missing"
-
-
-class DataLossError(KcliError):
-    """Offsets asked for that the log dirs no longer hold, or bytes that are not record batches."""
 
 
 # -- the files of one partition -------------------------------------------------------------------
@@ -323,125 +319,29 @@ def read_range(
     fail_on_data_loss: bool = True,
     rows_per_batch: int = ROWS_PER_ARROW_BATCH,
 ) -> Iterator:
-    """The records of ``r`` as ``pyarrow.RecordBatch``es in Spark's Kafka schema, in offset order.
-
-    v2 batches go to the vectorised decoder (``columnar.py``); what it refuses, legacy messages
-    and rows for bad batches go through ``records.py``'s decoder and ``RowBatchBuilder``. Rows
-    are flushed whenever the path changes, so they leave in order.
-    """
-    from kcli.spark.arrow_rows import MAX_TIMESTAMP_MS, RowBatchBuilder
-    from kcli.spark.columnar import ColumnarChunk, PendingBatch, Refused
-
-    start, end = r.start, r.end
-    fast = ColumnarChunk(r.topic, r.partition, start, end, include_headers=include_headers, include_corrupt=include_corrupt)
-    slow = RowBatchBuilder(r.topic, r.partition, include_headers=include_headers, include_corrupt=include_corrupt)
-    use_fast = True
-
-    def bad(offset: int | None, raw: bytes | None, position: int, why: str) -> None:
-        where = f"{r.path} at position {position}" + ("" if offset is None else f" (offset {offset})")
-        if include_corrupt:
-            slow.add_corrupt(offset, raw, f"{where}: {why}")
-        elif fail_on_data_loss:
-            raise DataLossError(f"corrupt record batch in {where}: {why}; set failOnDataLoss=false to skip bad batches")
-
-    def decode_slowly(pending: PendingBatch) -> None:
-        batch, base = pending.batch, pending.base_offset
-        try:
-            fields = batch.record_fields()
-        except CorruptRecordError as exc:
-            bad(base, _raw(batch), pending.position, str(exc))
-            return
-        fields = [f for f in fields if start <= base + f[0] < end]
-        times = [pending.log_append_time] if pending.log_append_time is not None else [pending.base_timestamp + f[1] for f in fields]
-        if any(not -MAX_TIMESTAMP_MS <= t <= MAX_TIMESTAMP_MS for t in times):
-            bad(base, _raw(batch), pending.position, "a record timestamp is out of range")
-            return
-        slow.add_fields(base, pending.base_timestamp, pending.log_append_time, pending.timestamp_type, fields)
-
-    def flush_fast() -> Iterator:
-        nonlocal use_fast
-        if len(fast):
-            try:
-                yield fast.build()
-            except Refused as refused:
-                use_fast = use_fast and not refused.headers
-                for pending in refused.pending:
-                    decode_slowly(pending)
-                yield from flush_slow()
-
-    def flush_slow() -> Iterator:
-        if len(slow):
-            yield slow.build()
+    """The records of ``r`` as ``pyarrow.RecordBatch``es in Spark's Kafka schema, in offset order
+    (decoded by ``decode.decode_batches``)."""
+    from kcli.spark.decode import decode_batches
 
     try:
         records = FileRecords.open(r.path)
     except FileNotFoundError:
-        _report(fail_on_data_loss, f"{r.path} is gone (offsets {start}..{end - 1} of {r.topic}-{r.partition})")
+        _report(fail_on_data_loss, f"{r.path} is gone (offsets {r.start}..{r.end - 1} of {r.topic}-{r.partition})")
         return
     with records:
-        position = _start_position(records, r)
-        batches = records.batches(position)
-        while True:
-            try:
-                position, batch = next(batches)
-            except StopIteration:
-                break
-            except CorruptRecordError as exc:
-                at = exc.position if exc.position is not None else position
-                yield from flush_fast()
-                bad(None, None, at, f"{exc}; the {records.size - at} bytes from there on cannot be read as batches")
-                break
-            if batch.last_offset < start:
-                continue
-            if isinstance(batch, RecordBatch):
-                base = batch.base_offset
-                if base >= end:
-                    break
-                try:
-                    batch.validate()
-                except CorruptRecordError as exc:
-                    yield from flush_fast()
-                    bad(base, _raw(batch), position, str(exc))
-                    continue
-                if batch.is_control:
-                    continue
-                timestamp_type = batch.timestamp_type
-                log_append_time = batch.max_timestamp if timestamp_type == TimestampType.LOG_APPEND_TIME else None
-                pending = PendingBatch(batch, position, base, batch.base_timestamp, log_append_time, int(timestamp_type), batch.record_count)
-                if use_fast:
-                    yield from flush_slow()
-                    try:
-                        fast.add(batch, position, base, pending.base_timestamp, log_append_time, pending.timestamp_type)
-                    except CorruptRecordError as exc:
-                        yield from flush_fast()
-                        bad(base, _raw(batch), position, str(exc))
-                        continue
-                    if len(fast) >= rows_per_batch:
-                        yield from flush_fast()
-                else:
-                    decode_slowly(pending)
-            else:
-                yield from flush_fast()
-                try:
-                    batch.validate()
-                    inner = batch.records()
-                except CorruptRecordError as exc:
-                    bad(batch.offset, _raw(batch), position, str(exc))
-                    continue
-                if inner and inner[0].offset >= end:
-                    break
-                if any(not -MAX_TIMESTAMP_MS <= rec.timestamp <= MAX_TIMESTAMP_MS for rec in inner):
-                    bad(batch.offset, _raw(batch), position, "a message timestamp is out of range")
-                    continue
-                slow.add_records([rec for rec in inner if start <= rec.offset < end], int(batch.timestamp_type))
-            if len(slow) >= rows_per_batch:
-                yield from flush_slow()
-    yield from flush_fast()
-    yield from flush_slow()
-
-
-def _raw(batch) -> bytes:
-    return bytes(batch.buffer[batch.position : batch.position + batch.size_in_bytes])
+        yield from decode_batches(
+            records.batches(_start_position(records, r)),
+            r.topic,
+            r.partition,
+            r.start,
+            r.end,
+            where=r.path,
+            size=records.size,
+            include_headers=include_headers,
+            include_corrupt=include_corrupt,
+            fail_on_data_loss=fail_on_data_loss,
+            rows_per_batch=rows_per_batch,
+        )
 
 
 def _start_position(records: FileRecords, r: SegmentRange) -> int:

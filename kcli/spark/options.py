@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kcli.errors import UsageError
+from kcli.errors import KcliError, UsageError
 
 EARLIEST = -2  # in offsets JSON: the first offset of the partition
 LATEST = -1  # in offsets JSON: the log end offset
@@ -57,6 +57,10 @@ _REJECTED_SINK_PARAMS = {
 
 _TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 _TIME_STRING = re.compile(r"(-?[0-9]+)\s*([a-z]+)?")
+
+
+class DataLossError(KcliError):
+    """Offsets asked for that the log or the broker no longer holds, or bytes that are not record batches."""
 
 
 class OptionError(UsageError):
@@ -190,6 +194,8 @@ class SourceOptions:
     max_trigger_delay_ms: int = 15 * 60_000
     group_id_prefix: str | None = None
     kafka_params: Mapping[str, str] = field(default_factory=dict)
+    poll_timeout_ms: int = 120_000
+    initial_offsets_path: str | None = None
 
     @property
     def offline(self) -> bool:
@@ -205,6 +211,7 @@ class SinkOptions:
     paths: tuple[str, ...] = ()
     include_headers: bool = False
     kafka_params: Mapping[str, str] = field(default_factory=dict)
+    include_timestamp: bool = False
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -396,6 +403,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         max_trigger_delay_ms=delay,
         group_id_prefix=opts.get("groupidprefix"),
         kafka_params=params,
+        poll_timeout_ms=_parse_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs", positive=True) or 120_000,
+        initial_offsets_path=opts.get("initialoffsetspath") or None,
     )
 
 
@@ -417,6 +426,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         paths=paths,
         include_headers=parse_bool(opts, "includeheaders", "includeHeaders", False),
         kafka_params=params,
+        include_timestamp=parse_bool(opts, "includetimestamp", "includeTimestamp", False),
     )
 
 

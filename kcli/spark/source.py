@@ -3,8 +3,8 @@
 ``spark.read.format("kcli")`` and ``spark.readStream.format("kcli")`` take Spark's Kafka options
 (``kcli.spark.options``) and give Spark's Kafka columns (``kcli.spark.arrow_rows``). With ``path``
 (one or more Kafka ``log.dirs``) the data comes from segment files on disk
-(``kcli.spark.offline``), no broker needed; reading from a broker (``kafka.bootstrap.servers``)
-and the sinks come with kcli's network client.
+(``kcli.spark.offline``), no broker needed; with ``kafka.bootstrap.servers`` from any Kafka
+broker (``kcli.spark.online``). The sinks write through kcli's producer (``kcli.spark.sink``).
 
 The batch reader plans one input partition per topic-partition segment range on the driver; each
 Spark task decodes its range into Arrow batches. The stream reader keeps offsets in Spark's Kafka
@@ -13,19 +13,32 @@ the checkpointed end and a failed batch is replayed over the identical range. It
 ``maxOffsetsPerTrigger`` (split across partitions in proportion to what each has waiting),
 ``minOffsetsPerTrigger`` with ``maxTriggerDelay``, and ``trigger(availableNow=True)``, which reads
 up to the log ends seen when the query starts.
+
+Where the offsets come from is a backend: ``LogDirs`` (segment files) or ``Broker`` (metadata,
+ListOffsets and Fetch). The readers hold only options and plain offsets, so Spark can pickle them
+to its workers; a broker connection is opened where it is used.
+
+Spark asks for the initial offset again when it replays batch 0 after a restart. ``earliest`` and
+offsets JSON resolve the same way each time; for ``latest`` and timestamps, the option
+``initialOffsetsPath`` (kcli's: a file, best beside the checkpoint) keeps the first resolution, and
+every later call returns it, which is what Spark's Kafka source does with its checkpointed
+``sources/0/0``. Without it such a replay is a fresh resolution, and a reversed range is reported
+as data loss.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 
-from kcli.errors import KcliError
 from kcli.spark.arrow_rows import arrow_schema, schema_ddl
 from kcli.spark.options import (
+    DataLossError,
     OptionError,
     PartitionOffsets,
     SourceOptions,
@@ -36,10 +49,6 @@ from kcli.spark.options import (
     parse_sink_options,
     parse_source_options,
     rate_limit,
-)
-
-ONLINE_NOT_AVAILABLE = (
-    "online mode (kafka.bootstrap.servers) not available yet: read Kafka log dirs with the 'path' option instead"
 )
 
 
@@ -58,61 +67,168 @@ class KcliSource(DataSource):
         )
 
     def reader(self, schema) -> DataSourceReader:
-        options = self._read_options(schema, streaming=False)
-        return OfflineBatchReader(options)
+        return KafkaBatchReader(self._read_options(schema, streaming=False))
 
     def streamReader(self, schema) -> DataSourceStreamReader:
-        options = self._read_options(schema, streaming=True)
-        return OfflineStreamReader(options)
+        return KafkaStreamReader(self._read_options(schema, streaming=True))
 
     def _read_options(self, schema, *, streaming: bool) -> SourceOptions:
         options = parse_source_options(dict(self.options), streaming=streaming)
         expected = arrow_schema(options.include_headers, options.include_corrupt).names
         if [field.name for field in schema.fields] != expected:
             raise OptionError("Kafka source has a fixed schema and cannot be set with a custom one")
-        if not options.offline:
-            raise KcliError(ONLINE_NOT_AVAILABLE)
+        if options.include_corrupt and not options.offline:
+            raise OptionError("Option 'includeCorrupt' reads log dirs only: use it with 'path'")
         return options
 
     def writer(self, schema, overwrite: bool):
-        parse_sink_options(dict(self.options))
-        raise KcliError("the kcli sink (writing to Kafka) is not available yet")
+        from kcli.spark.sink import KafkaBatchWriter
+
+        return KafkaBatchWriter(self._sink_options(schema), schema)
 
     def streamWriter(self, schema, overwrite: bool):
-        parse_sink_options(dict(self.options))
-        raise KcliError("the kcli sink (writing to Kafka) is not available yet")
+        from kcli.spark.sink import KafkaStreamWriter
+
+        return KafkaStreamWriter(self._sink_options(schema), schema)
+
+    def _sink_options(self, schema):
+        from kcli.spark.sink import check_sink_schema
+
+        options = parse_sink_options(dict(self.options))
+        if options.paths:
+            raise OptionError("the kcli sink writes to a broker: set 'kafka.bootstrap.servers', not 'path'")
+        check_sink_schema(schema, options)
+        return options
+
+
+# -- backends ----------------------------------------------------------------------------------------
+
+
+class LogDirs:
+    """Offsets and ranges from Kafka log dirs on disk."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def _files(self):
+        from kcli.spark.offline import find_partitions, select_partitions
+
+        return select_partitions(find_partitions(self.options.paths), self.options.subscription)
+
+    def partitions(self) -> list:
+        return list(self._files())
+
+    def earliest(self, tps) -> PartitionOffsets:
+        files = self._files()
+        return {tp: files[tp].earliest for tp in tps if tp in files}
+
+    def latest(self, tps) -> PartitionOffsets:
+        files = self._files()
+        return {tp: files[tp].latest for tp in tps if tp in files}
+
+    def resolve(self, limit, tps, *, starting: bool) -> PartitionOffsets:
+        from kcli.spark.offline import resolve_limit
+
+        files = self._files()
+        return resolve_limit(limit, {tp: files[tp] for tp in tps}, starting=starting, fail_on_data_loss=self.options.fail_on_data_loss)
+
+    def plan(self, begin: PartitionOffsets, until: PartitionOffsets) -> list:
+        from kcli.spark.offline import plan_ranges
+
+        return plan_ranges(begin, until, self._files(), self.options)
+
+    def plan_batch(self) -> list:
+        from kcli.spark.offline import plan_batch
+
+        return plan_batch(self.options)
+
+    def close(self) -> None:
+        pass
+
+
+class Broker:
+    """Offsets from a broker's metadata and ListOffsets; ranges fetched from it."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        from kcli.spark.online import BrokerOffsets
+
+        self.options = options
+        self.offsets = BrokerOffsets(options)
+
+    def partitions(self) -> list:
+        return self.offsets.partitions()
+
+    def earliest(self, tps) -> PartitionOffsets:
+        return self.offsets.earliest(list(tps))
+
+    def latest(self, tps) -> PartitionOffsets:
+        return self.offsets.latest(list(tps))
+
+    def resolve(self, limit, tps, *, starting: bool) -> PartitionOffsets:
+        return self.offsets.resolve(limit, list(tps), starting=starting)
+
+    def plan(self, begin: PartitionOffsets, until: PartitionOffsets) -> list:
+        from kcli.spark.online import plan_broker_ranges
+
+        return plan_broker_ranges(begin, until, self.options)
+
+    def plan_batch(self) -> list:
+        from kcli.spark.online import plan_broker_batch
+
+        return plan_broker_batch(self.options)
+
+    def close(self) -> None:
+        self.offsets.close()
+
+
+def _backend(options: SourceOptions):
+    return LogDirs(options) if options.offline else Broker(options)
 
 
 def _read(options: SourceOptions, partition: InputPartition | None) -> Iterator:
-    from kcli.spark.offline import read_range
-
     if partition is None or partition.value is None:  # Spark plans InputPartition(None) for no partitions
         return iter(())
-    return read_range(
+    if options.offline:
+        from kcli.spark.offline import read_range
+
+        return read_range(
+            partition.value,
+            include_headers=options.include_headers,
+            include_corrupt=options.include_corrupt,
+            fail_on_data_loss=options.fail_on_data_loss,
+        )
+    from kcli.spark.online import read_broker_range
+
+    return read_broker_range(
         partition.value,
         include_headers=options.include_headers,
-        include_corrupt=options.include_corrupt,
         fail_on_data_loss=options.fail_on_data_loss,
+        poll_timeout_ms=options.poll_timeout_ms,
     )
 
 
-class OfflineBatchReader(DataSourceReader):
-    """A batch read of log dirs: one input partition per topic-partition segment range."""
+class KafkaBatchReader(DataSourceReader):
+    """A batch read: one input partition per topic-partition offset range (per segment offline)."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        from kcli.spark.offline import plan_batch
+        if self.options.offline:
+            return [InputPartition(r) for r in LogDirs(self.options).plan_batch()]
+        from kcli.spark.online import plan_broker_batch
 
-        return [InputPartition(r) for r in plan_batch(self.options)]
+        return [InputPartition(r) for r in plan_broker_batch(self.options)]
 
     def read(self, partition: InputPartition) -> Iterator:
         return _read(self.options, partition)
 
 
-class OfflineStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """A stream over log dirs that other processes may still append to.
+OfflineBatchReader = KafkaBatchReader
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A stream over a broker's topics, or over log dirs that other processes may append to.
 
     It lives in one long-lived driver process: the log ends seen by ``latestOffset`` and the
     availableNow target are kept between calls. Everything Spark replays comes from offsets it
@@ -125,18 +241,35 @@ class OfflineStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: PartitionOffsets | None = None
         self._latest: PartitionOffsets | None = None
         self._last_trigger_ms = 0
+        self._backend_instance = None
 
-    def _partitions(self):
-        from kcli.spark.offline import find_partitions, select_partitions
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_backend_instance"] = None  # connections stay where they were opened
+        return state
 
-        return select_partitions(find_partitions(self.options.paths), self.options.subscription)
+    @property
+    def _backend(self):
+        if self._backend_instance is None:
+            self._backend_instance = _backend(self.options)
+        return self._backend_instance
 
     def initialOffset(self) -> dict:
-        from kcli.spark.offline import resolve_limit
-
-        partitions = self._partitions()
-        offsets = resolve_limit(self.options.starting, partitions, starting=True, fail_on_data_loss=self.options.fail_on_data_loss)
-        return format_partition_offsets(offsets)
+        path = self.options.initial_offsets_path
+        if path and os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        backend = self._backend
+        offsets = format_partition_offsets(backend.resolve(self.options.starting, backend.partitions(), starting=True))
+        if path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            temporary = f"{path}.tmp"
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(offsets, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, path)
+        return offsets
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True
@@ -149,17 +282,19 @@ class OfflineStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        partitions = self._partitions()
-        if self._available_now:
-            if self._target is None:
-                self._target = {tp: files.latest for tp, files in partitions.items()}
+        backend = self._backend
+        if self._available_now and self._target is not None:
             latest = dict(self._target)
         else:
-            latest = {tp: files.latest for tp, files in partitions.items()}
+            latest = backend.latest(backend.partitions())
+            if self._available_now:
+                self._target = dict(latest)
         self._latest = latest
         begin = offsets_from_json(start)
         # Partitions that appeared since the start are read from their earliest offset.
-        begin_all = {tp: begin.get(tp, partitions[tp].earliest if tp in partitions else end) for tp, end in latest.items()}
+        added = [tp for tp in latest if tp not in begin]
+        begin_all = {**backend.earliest(added), **{tp: begin[tp] for tp in latest if tp in begin}}
+        begin_all = {tp: begin_all.get(tp, end) for tp, end in latest.items()}
         if isinstance(limit, ReadAllAvailable):
             return format_partition_offsets(latest)
         if self._should_wait(begin_all, latest):
@@ -188,11 +323,10 @@ class OfflineStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return format_partition_offsets(self._latest) if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        from kcli.spark.offline import DataLossError, plan_ranges
-
         options = self.options
+        backend = self._backend
         begin, until = offsets_from_json(start), offsets_from_json(end)
-        partitions = self._partitions()
+        present = set(backend.partitions())
 
         def report(message: str) -> None:
             if options.fail_on_data_loss:
@@ -201,22 +335,29 @@ class OfflineStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         gone = set(begin) - set(until)
         if gone:
             report(f"{describe_partitions(gone)} are gone. Some data may have been missed")
-        for tp in sorted(set(until) - set(begin)):
-            if tp not in partitions:
-                report(f"Cannot find earliest offsets of {tp[0]}-{tp[1]}. Some data may have been missed")
-                continue
-            earliest = partitions[tp].earliest
+        added = sorted(tp for tp in set(until) - set(begin) if tp in present)
+        for tp in sorted(set(until) - set(begin) - present):
+            report(f"Cannot find earliest offsets of {tp[0]}-{tp[1]}. Some data may have been missed")
+        for tp, earliest in backend.earliest(added).items():
             if earliest != 0:
                 report(f"Added partition {tp[0]}-{tp[1]} starts from {earliest} instead of 0. Some data may have been missed")
             begin[tp] = earliest
-        missing = [tp for tp in until if tp not in partitions]
+        missing = [tp for tp in until if tp not in present]
         if missing:
-            report(f"{describe_partitions(missing)} are no longer in the log dirs. Some data may have been missed")
-        readable = {tp: offset for tp, offset in until.items() if tp in partitions}
-        return [InputPartition(r) for r in plan_ranges(begin, readable, partitions, options)]
+            report(f"{describe_partitions(missing)} are no longer there. Some data may have been missed")
+        readable = {tp: offset for tp, offset in until.items() if tp in present}
+        return [InputPartition(r) for r in backend.plan(begin, readable)]
 
     def read(self, partition: InputPartition) -> Iterator:
         return _read(self.options, partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint is the only record of what was read."""
+
+    def stop(self) -> None:
+        if self._backend_instance is not None:
+            self._backend_instance.close()
+            self._backend_instance = None
+
+
+OfflineStreamReader = KafkaStreamReader

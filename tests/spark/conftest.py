@@ -25,3 +25,28 @@ def spark() -> Iterator:
         yield session
     finally:
         stop_spark(session)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory):
+    """A real kcli broker process for the module, stopped gracefully at teardown."""
+    from broker_process import BrokerProcess
+    from kafka_data import BROKER_OVERRIDES
+
+    process = BrokerProcess(tmp_path_factory.mktemp("broker"), BROKER_OVERRIDES).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest):
+    import re
+    import uuid
+
+    base = re.sub(r"[^A-Za-z0-9._-]", "-", request.node.name)[:50]
+
+    def make(label: str = "") -> str:
+        return f"{base}{'-' + label if label else ''}-{uuid.uuid4().hex[:8]}"
+
+    return make
+

@@ -441,11 +441,6 @@ def test_spark_finds_the_source_by_its_pyspark_module(monkeypatch):
     assert found["kcli"] is KcliSource
 
 
-def test_online_mode_says_it_is_not_available_yet(spark):
-    with pytest.raises(Exception, match=r"online mode \(kafka.bootstrap.servers\) not available yet"):
-        spark.read.format("kcli").option("kafka.bootstrap.servers", "127.0.0.1:9").option("subscribe", "t").load().collect()
-
-
 def test_the_schema_is_fixed(spark, log_dirs):
     with pytest.raises(Exception, match="Kafka source has a fixed schema and cannot be set with a custom one"):
         spark.read.format("kcli").schema("value BINARY").option("path", str(log_dirs[0])).option("subscribe", "orders").load().collect()
