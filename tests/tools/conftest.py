@@ -79,3 +79,34 @@ def run_kcli(*args: str, input: str | None = None, timeout: float = 60, env: dic
 @pytest.fixture
 def kcli() -> Callable[..., KcliResult]:
     return run_kcli
+
+
+class InProcess:
+    """``kcli ARGS`` run in this process through the same entry point (``kcli.cli.main``), for the
+    many argument checks where a process start per case would dominate the run time."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+
+    def __call__(self, *args: str):
+        import sys
+        import types
+
+        from kcli.cli import main
+
+        self.capsys.readouterr()
+        argv, sys.argv = sys.argv, ["kcli", *args]
+        code = 0
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            sys.argv = argv
+        captured = self.capsys.readouterr()
+        return types.SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err, lines=captured.out.splitlines())
+
+
+@pytest.fixture
+def inproc(capsys: pytest.CaptureFixture[str]) -> InProcess:
+    return InProcess(capsys)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-import types
 import uuid
 
 import pytest
@@ -49,33 +47,6 @@ def filled(broker, admin) -> str:
     make(admin, topic, 3)
     produce(broker.bootstrap, topic, TIMESTAMPS)
     return topic
-
-
-class InProcess:
-    """``kcli ARGS`` through ``kcli.cli.main`` in this process (for the argument checks)."""
-
-    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
-        self.capsys = capsys
-
-    def __call__(self, *args: str):
-        from kcli.cli import main
-
-        self.capsys.readouterr()
-        argv, sys.argv = sys.argv, ["kcli", *args]
-        code = 0
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = argv
-        captured = self.capsys.readouterr()
-        return types.SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err, lines=captured.out.splitlines())
-
-
-@pytest.fixture
-def inproc(capsys: pytest.CaptureFixture[str]) -> InProcess:
-    return InProcess(capsys)
 
 
 def test_latest_and_earliest(kcli, broker, filled):

@@ -65,37 +65,6 @@ def non_default_configs(admin: AdminClient, topic: str) -> dict[str, str]:
     return {k: v.value for k, v in entries.items() if v.source != ConfigSource.DEFAULT_CONFIG.value}
 
 
-class InProcess:
-    """``kcli ARGS`` run in this process through the same entry point (``kcli.cli.main``), for the
-    many argument checks where a process start per case would dominate the run time."""
-
-    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
-        self.capsys = capsys
-
-    def __call__(self, *args: str):
-        import sys
-        import types
-
-        from kcli.cli import main
-
-        self.capsys.readouterr()
-        argv, sys.argv = sys.argv, ["kcli", *args]
-        code = 0
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = argv
-        captured = self.capsys.readouterr()
-        return types.SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err, lines=captured.out.splitlines())
-
-
-@pytest.fixture
-def inproc(capsys: pytest.CaptureFixture[str]) -> InProcess:
-    return InProcess(capsys)
-
-
 def usage_error(result, message: str) -> None:
     assert result.returncode == 2, result
     assert result.stderr.splitlines() == [f"Error: {message}"]
