@@ -256,6 +256,30 @@ class GroupMembership:
             self._start_heartbeat()
             return assigned
 
+    def _fenced(self, code: ErrorCode) -> KafkaError:
+        return KafkaError(code, f"The group.instance.id {self.group_instance_id} of group {self.group_id} is used by another member (FENCED_INSTANCE_ID)")
+
+    def _check_round_answer(self, code: ErrorCode, api: str) -> None:
+        """What JoinGroup and SyncGroup answers share: a lost membership or generation means
+        joining again (from scratch for an unknown member), a moved or loading coordinator means
+        joining again after a pause, a fenced static member is fatal, anything else fails."""
+        if code == ErrorCode.NONE:
+            return
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+            self.generation = -1
+            raise _Rejoin()
+        if code == ErrorCode.ILLEGAL_GENERATION:
+            self.generation = -1
+            raise _Rejoin()
+        if self._coordinator_error(code):
+            raise _Rejoin(RETRY_BACKOFF)
+        if code == ErrorCode.FENCED_INSTANCE_ID:
+            error = self._fenced(code)
+            self._fail(error)
+            raise error
+        raise KafkaError(code, f"{api} for group {self.group_id} failed: {code.name}: {code.message}")
+
     def _metadata(self, topics: list[str], owned: list[TopicPartition]) -> list[dict[str, Any]]:
         protocols = []
         for assignor in self.assignors:
@@ -279,23 +303,9 @@ class GroupMembership:
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = answer.member_id
             raise _Rejoin()
-        if code == ErrorCode.UNKNOWN_MEMBER_ID:
-            self.member_id = ""
-            self.generation = -1
-            raise _Rejoin()
         if code == ErrorCode.REBALANCE_IN_PROGRESS:
             raise _Rejoin(RETRY_BACKOFF)
-        if code == ErrorCode.ILLEGAL_GENERATION:
-            self.generation = -1
-            raise _Rejoin()
-        if code != ErrorCode.NONE and self._coordinator_error(code):
-            raise _Rejoin(RETRY_BACKOFF)
-        if code == ErrorCode.FENCED_INSTANCE_ID:
-            error = KafkaError(code, f"The group.instance.id {self.group_instance_id} of group {self.group_id} is used by another member (FENCED_INSTANCE_ID)")
-            self._fail(error)
-            raise error
-        if code != ErrorCode.NONE:
-            raise KafkaError(code, f"JoinGroup for group {self.group_id} failed: {code.name}: {code.message}")
+        self._check_round_answer(code, "JoinGroup")
         self.member_id = answer.member_id
         self.generation = int(answer.generation_id)
         self.protocol = getattr(answer, "protocol_name", None)
@@ -349,21 +359,7 @@ class GroupMembership:
         code = ErrorCode.for_code(error_code(answer.error_code))
         if code == ErrorCode.REBALANCE_IN_PROGRESS:
             raise _Rejoin()
-        if code == ErrorCode.UNKNOWN_MEMBER_ID:
-            self.member_id = ""
-            self.generation = -1
-            raise _Rejoin()
-        if code == ErrorCode.ILLEGAL_GENERATION:
-            self.generation = -1
-            raise _Rejoin()
-        if code != ErrorCode.NONE and self._coordinator_error(code):
-            raise _Rejoin(RETRY_BACKOFF)
-        if code == ErrorCode.FENCED_INSTANCE_ID:
-            error = KafkaError(code, f"The group.instance.id {self.group_instance_id} of group {self.group_id} is used by another member (FENCED_INSTANCE_ID)")
-            self._fail(error)
-            raise error
-        if code != ErrorCode.NONE:
-            raise KafkaError(code, f"SyncGroup for group {self.group_id} failed: {code.name}: {code.message}")
+        self._check_round_answer(code, "SyncGroup")
         name = getattr(answer, "protocol_name", None)
         if name and name != assignor.name:
             assignor = self._assignor(name)
@@ -435,7 +431,7 @@ class GroupMembership:
                 self._lose(code, reset_member_id=False)
                 return
             if code == ErrorCode.FENCED_INSTANCE_ID:
-                self._fail(KafkaError(code, f"The group.instance.id {self.group_instance_id} of group {self.group_id} is used by another member (FENCED_INSTANCE_ID)"))
+                self._fail(self._fenced(code))
                 return
             if self._coordinator_error(code):
                 interval = RETRY_BACKOFF
@@ -482,7 +478,7 @@ class GroupMembership:
                         self.request_rejoin("offset commit failed since group is already rebalancing")
                         raise CommitFailedError(code)
                     if code == ErrorCode.FENCED_INSTANCE_ID:
-                        error = KafkaError(code, f"The group.instance.id {self.group_instance_id} of group {self.group_id} is used by another member (FENCED_INSTANCE_ID)")
+                        error = self._fenced(code)
                         self._fail(error)
                         raise error
                     if self._coordinator_error(code) or code == ErrorCode.REQUEST_TIMED_OUT:
