@@ -23,24 +23,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
+from kcli.client.admin import Admin, ListedOffset, TopicPartition
 from kcli.client.cluster import Cluster, Node
 from kcli.client.connection import UnsupportedVersion, error_code
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
 
-LIST_OFFSETS = 2
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
-
-# ListOffsets timestamps that name a position instead of a time.
-LATEST = -1
-EARLIEST = -2
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 LIST_GROUPS_MAX_VERSION = 5  # v5 carries the types filter and each group's type
@@ -50,13 +46,6 @@ T = TypeVar("T")
 # Errors after which the group's coordinator is looked up again.
 COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,12 +107,6 @@ class GroupDescription:
     def is_consumer_group(self) -> bool:
         return self.protocol_type in (CONSUMER_PROTOCOL_TYPE, "")
 
-
-@dataclasses.dataclass(frozen=True)
-class ListedOffset:
-    offset: int
-    timestamp: int = -1
-    leader_epoch: int = -1
 
 
 # -- the consumer protocol ---------------------------------------------------------------------------
@@ -407,55 +390,8 @@ class GroupAdmin:
         return await self._bounded("ListOffsets", self._list_offsets(wanted, timestamp))
 
     async def _list_offsets(self, wanted: list[TopicPartition], timestamp: int) -> dict[TopicPartition, ListedOffset | KafkaError]:
-        results: dict[TopicPartition, ListedOffset | KafkaError] = {}
-        pending = wanted
-        backoff = self.cluster.retry_backoff
-        for tries in range(self.cluster.retries + 1):
-            by_leader: dict[int, list[TopicPartition]] = {}
-            for tp in pending:
-                try:
-                    by_leader.setdefault(await self.cluster.leader(tp.topic, tp.partition), []).append(tp)
-                except KafkaError as exc:
-                    results[tp] = exc
-            answers = await asyncio.gather(*(self._list_at_leader(n, tps, timestamp) for n, tps in by_leader.items()), return_exceptions=True)
-            retry: list[TopicPartition] = []
-            for (node, tps), answer in zip(by_leader.items(), answers):
-                if isinstance(answer, BaseException):
-                    if not isinstance(answer, KafkaError):
-                        raise answer
-                    answer = {tp: answer for tp in tps}
-                for tp, result in answer.items():
-                    results[tp] = result
-                    if isinstance(result, KafkaError) and result.error_code.retriable:
-                        retry.append(tp)
-            if not retry or tries == self.cluster.retries:
-                break
-            for topic in {tp.topic for tp in retry}:
-                self.cluster.forget(topic)
-            pending = retry
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, self.cluster.retry_backoff_max)
-        return results
-
-    async def _list_at_leader(self, node_id: int, tps: list[TopicPartition], timestamp: int) -> dict[TopicPartition, ListedOffset | KafkaError]:
-        topics = [
-            {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp} for p in ps]}
-            for t, ps in _by_topic(tps).items()
-        ]
-        answer = await self.cluster.call(node_id, LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": topics})
-        results: dict[TopicPartition, ListedOffset | KafkaError] = {}
-        for topic in answer.topics:
-            for p in topic.partitions:
-                tp = TopicPartition(topic.name, int(p.partition_index))
-                code = error_code(p.error_code)
-                if code:
-                    error = ErrorCode.for_code(code)
-                    results[tp] = KafkaError(error, f"ListOffsets for {tp}: {error.message}")
-                    continue
-                results[tp] = ListedOffset(int(p.offset), int(getattr(p, "timestamp", -1)), int(getattr(p, "leader_epoch", -1)))
-        for tp in tps:
-            results.setdefault(tp, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ListOffsets did not answer for {tp}"))
-        return results
+        listed = await Admin(self.cluster).list_offsets({tp: timestamp for tp in wanted})
+        return {tp: r if r.error is None else r.error for tp, r in listed.items()}
 
 
 def _raise_group_error(code: int, what: str) -> None:

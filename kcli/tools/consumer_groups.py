@@ -493,7 +493,7 @@ class GroupCommand:
         return rows > 0 or self.o.json
 
     def describe_offsets(self, groups: dict[str, GroupDescription]) -> None:
-        from kcli.client.group_admin import LATEST, ListedOffset
+        from kcli.client.admin import LATEST, ListedOffset
 
         plans: dict[str, list[tuple[TopicPartition, str | None, str | None, str | None]]] = {}
         committed_by_group = self.runner.run(self.admin.fetch_offsets_of([g for g, d in groups.items() if d.state != "Dead"]))
@@ -701,7 +701,7 @@ class GroupCommand:
         return self.ok
 
     def plan_group(self, group_id: str) -> dict[TopicPartition, int] | None:
-        from kcli.client.group_admin import EARLIEST, LATEST, ListedOffset, TopicPartition
+        from kcli.client.admin import EARLIEST, LATEST, ListedOffset, TopicPartition
         from kcli.tools import consumer_groups_reset as reset
 
         o = self.o

@@ -518,7 +518,8 @@ def test_group_offsets_against_the_mock_cluster(mock_cluster):
     """The offset calls the tool makes (OffsetCommit as an admin, OffsetFetch, ListOffsets) speak
     standard Kafka: confluent-kafka sees what kcli's client commits on the mock."""
     from kcli.client.cluster import Cluster
-    from kcli.client.group_admin import EARLIEST, LATEST, GroupAdmin
+    from kcli.client.admin import EARLIEST, LATEST
+    from kcli.client.group_admin import GroupAdmin
     from kcli.client.group_admin import TopicPartition as TP
     from kcli.client.sync import SyncRunner
 
