@@ -88,7 +88,7 @@ def client_settings(
             warn(f"The configuration '{name}' was supplied but isn't a known config.")
     protocol = props.get("security.protocol", "PLAINTEXT").strip()
     if protocol.upper() != "PLAINTEXT":
-        raise KcliError(f"security.protocol={protocol} is not supported: kcli's client speaks PLAINTEXT only")
+        raise KcliError(f"security.protocol={protocol} is not supported: kcli speaks PLAINTEXT only")
     servers = bootstrap if bootstrap is not None else props.get("bootstrap.servers")
     if not servers or not servers.strip():
         raise UsageError("no bootstrap server given: use --bootstrap-server or bootstrap.servers")

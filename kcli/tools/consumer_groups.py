@@ -301,50 +301,12 @@ def canonical_type(group_type: str | None) -> str:
 # -- client settings (--command-config) ------------------------------------------------------------------
 
 # AdminClientConfig's names: accepted (most have no effect on kcli's client); any other name warns.
-ADMIN_CONFIGS = frozenset({
-    "bootstrap.servers", "bootstrap.controllers", "client.id", "metadata.max.age.ms", "send.buffer.bytes",
-    "receive.buffer.bytes", "reconnect.backoff.ms", "reconnect.backoff.max.ms", "retry.backoff.ms",
-    "retry.backoff.max.ms", "enable.metrics.push", "request.timeout.ms", "socket.connection.setup.timeout.ms",
-    "socket.connection.setup.timeout.max.ms", "connections.max.idle.ms", "retries", "default.api.timeout.ms",
-    "metrics.sample.window.ms", "metrics.num.samples", "metric.reporters", "metrics.recording.level",
-    "auto.include.jmx.reporter", "client.dns.lookup", "security.providers", "security.protocol",
-    "metadata.recovery.strategy",
-})
+def client_settings(o: Options) -> dict[str, Any]:
+    """``Cluster`` keyword arguments from --bootstrap-server and the --command-config file."""
+    from kcli.tools._admin_common import client_settings, load_command_config
 
-
-def client_settings(path: str | None) -> dict[str, Any]:
-    """``Cluster`` keyword arguments from a --command-config file of Java client properties."""
-    from kcli.config import read_properties
-
-    if path is None:
-        return {}
-    props = read_properties(path)
-    settings: dict[str, Any] = {}
-    protocol = props.get("security.protocol", "PLAINTEXT").strip()
-    if protocol.upper() != "PLAINTEXT":
-        raise KcliError(f"security.protocol={protocol} is not supported: kcli speaks PLAINTEXT only")
-    for name, value in props.items():
-        if name not in ADMIN_CONFIGS and not name.startswith(("ssl.", "sasl.")):
-            log_warn(f"The configuration '{name}' was supplied but isn't a known config.", "org.apache.kafka.clients.admin.AdminClientConfig")
-    numbers = {"request.timeout.ms": "request_timeout", "retry.backoff.ms": "retry_backoff", "retry.backoff.max.ms": "retry_backoff_max"}
-    for name, key in numbers.items():
-        if name in props:
-            settings[key] = _number(name, props[name]) / 1000
-    if "retries" in props:
-        settings["retries"] = min(int(_number("retries", props["retries"])), 100)
-    if "client.id" in props:
-        settings["client_id"] = props["client.id"]
-    return settings
-
-
-def _number(name: str, value: str) -> float:
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise KcliError(f"Invalid value {value} for configuration {name}: Not a number of type LONG") from None
-    if number < 0:
-        raise KcliError(f"Invalid value {value} for configuration {name}: Value must be at least 0")
-    return number
+    return client_settings(load_command_config(o.command_config), bootstrap=o.bootstrap_server,
+                           warn=lambda line: log_warn(line, "org.apache.kafka.clients.admin.AdminClientConfig"))
 
 
 def log_warn(message: str, logger: str = COMMAND_LOGGER) -> None:
@@ -364,7 +326,7 @@ def run(o: Options) -> bool:
     from kcli.errors import KafkaError
     from kcli.output import Output
 
-    settings = client_settings(o.command_config)
+    settings = client_settings(o)
     out = Output(Format.json if o.json else Format.plain)
     try:
         return _run(o, settings, out)
@@ -380,7 +342,7 @@ def _run(o: Options, settings: dict[str, Any], out: Output) -> bool:
     from kcli.client.sync import SyncRunner
 
     with SyncRunner() as runner:
-        cluster = Cluster(o.bootstrap_server or "", **settings)
+        cluster = Cluster(**settings)
         try:
             runner.run(cluster.__aenter__())
             admin = GroupAdmin(cluster, timeout=o.timeout_ms / 1000)

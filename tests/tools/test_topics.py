@@ -379,7 +379,7 @@ def test_command_config_properties(kcli, broker, tmp_path):
     config.write_text("security.protocol=SSL\n")
     secure = kcli("topics", "--bootstrap-server", broker.bootstrap, "--list", "--command-config", str(config))
     assert secure.returncode == 1
-    assert secure.stderr.splitlines() == ["Error: security.protocol=SSL is not supported: kcli's client speaks PLAINTEXT only"]
+    assert secure.stderr.splitlines() == ["Error: security.protocol=SSL is not supported: kcli speaks PLAINTEXT only"]
     missing = kcli("topics", "--bootstrap-server", broker.bootstrap, "--list", "--command-config", str(tmp_path / "nope"))
     assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
 
