@@ -38,15 +38,9 @@ def complete_names(
 
 async def _names(kind: str, bootstrap: str, timeout: float) -> set[str]:
     from kcli.client.cluster import Cluster
-    from kcli.client.connection import error_code
+    from kcli.client.group_admin import GroupAdmin
 
     async with Cluster(bootstrap, request_timeout=timeout, retries=0) as cluster:
-        metadata = await cluster.refresh()
         if kind == "topics":
-            return set(metadata.topics)
-        names: set[str] = set()
-        for node_id in metadata.brokers:
-            answer = await cluster.call(node_id, 16, {})
-            if not error_code(answer.error_code):
-                names.update(g.group_id for g in answer.groups)
-        return names
+            return set((await cluster.refresh()).topics)
+        return {g.group_id for g in await GroupAdmin(cluster).list_groups()}
