@@ -28,6 +28,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+
 from broker import KcliBroker, kcli_create_topics, machine_line, run_loadgen, verdict  # noqa: E402
 
 KCLI_CLIENT = HERE / "_kcli_client.py"
@@ -52,6 +54,14 @@ def rate(result: dict[str, Any], expected: int, what: str) -> tuple[float, float
     if result["records"] != expected or result.get("undelivered") or result.get("errors"):
         raise RuntimeError(f"{what}: {result['records']} of {expected} records, errors {result.get('errors')}")
     return result["records"] / result["seconds"], result["bytes"] / result["seconds"] / 1e6
+
+
+def stored_records(bootstrap: str, layout: list[list[Any]]) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-client-watermarks"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1] for t, p in layout)
+    finally:
+        consumer.close()
 
 
 def startup_seconds(args: list[str], runs: int = 10) -> float:
@@ -88,6 +98,9 @@ def main() -> None:
                     params = {"bootstrap": broker.bootstrap, "partitions": layouts[name], "count": count, "value_size": size,
                               "compression": "none", "run_bytes": 256 * 1024, "linger_ms": 5}
                     results[name]["produce"].append(rate(client("produce", params), count, f"{name} produce"))
+                    stored = stored_records(broker.bootstrap, layouts[name])
+                    if stored != count:  # acknowledged is not enough: the broker must hold them all
+                        raise RuntimeError(f"{name} produce: {count} records acknowledged, {stored} stored")
                 for name, client in CLIENTS.items():
                     # Both read the records confluent-kafka wrote, so they read the same batches.
                     params = {"bootstrap": broker.bootstrap, "partitions": layouts["confluent"], "count": count}

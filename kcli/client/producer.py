@@ -1077,14 +1077,12 @@ class Producer:
             batch = queue.retries[0] if queue.retries else queue.closed[0] if queue.closed else queue.open
             if batch is None:
                 continue
-            if batch.payload is None or (self._idempotent and batch.producer_id != self._producer_id):
-                size = self._write(batch)
-            else:
-                size = len(batch.payload)
-            if batches and total + size > limit:
+            rewrite = batch.payload is None or (self._idempotent and batch.producer_id != self._producer_id)
+            # A batch is built only once taken: one left open here still takes records.
+            if batches and total + (self._estimated_size(batch) if rewrite else len(batch.payload)) > limit:
                 break
             self._take(queue, batch)
-            total += size
+            total += self._write(batch) if rewrite else len(batch.payload)
             batches.append(batch)
             queue.in_flight += 1
             batch.attempts += 1
@@ -1092,6 +1090,12 @@ class Producer:
                 bisect.insort(queue.unacked, batch, key=_batch_order)
         if batches:
             self._produce(node, connection, batches)
+
+    def _estimated_size(self, batch: _Batch) -> int:
+        """The batch's size on the wire before it is built: compressed by its topic's observed ratio."""
+        if not self._codec:
+            return batch.size
+        return RECORD_BATCH_OVERHEAD + int((batch.size - RECORD_BATCH_OVERHEAD) * batch.queue.topic.ratio)
 
     def _write(self, batch: _Batch) -> int:
         """Build the batch's bytes (again, after a producer id change) and return their size."""

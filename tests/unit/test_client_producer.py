@@ -521,6 +521,27 @@ def test_one_request_per_leader_carries_all_its_ready_partitions(broker: Scripte
     assert broker.values("spread", 0) == [b"p0", b"p0"] and broker.values("spread", 3) == [b"p3"]
 
 
+def test_a_batch_left_out_of_a_full_request_keeps_every_record_appended_later(broker: ScriptedBroker):
+    """The request for p0 has no room for p1's batch, which stays open and gets one more record
+    before it is sent: what goes on the wire must carry both of its records."""
+    broker.add_topic("two", 2)
+    broker.hold = True
+    props = {"linger.ms": "10", "max.request.size": "3000", "max.in.flight.requests.per.connection": "1"}
+
+    async def go():
+        async with make_producer(broker, **props) as producer:
+            futures = [await producer.send("two", b"a" * 1500, partition=0), await producer.send("two", b"b" * 1500, partition=1)]
+            await asyncio.sleep(0.1)  # p0 is on the wire; p1 waits for the one request in flight
+            futures.append(await producer.send("two", b"c", partition=1))
+            broker.release()
+            await producer.flush()
+            return [(f.result().partition, f.result().offset) for f in futures]
+
+    assert run(go()) == [(0, 0), (1, 0), (1, 1)]
+    assert broker.values("two", 1) == [b"b" * 1500, b"c"]
+    assert [b.base_sequence for b in broker.log[("two", 1)]] == [0]
+
+
 def test_send_nowait_needs_known_metadata_and_free_memory(broker: ScriptedBroker):
     broker.hold = True
 
