@@ -32,6 +32,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from kcli.client.cluster import Cluster
@@ -271,19 +272,18 @@ class _Answer:
                 return []
         elif batch.is_control:
             return []
-        topic = tp.topic
-        partition = tp.partition
+        columns = batch.record_columns()
         base_offset = batch.base_offset
-        epoch = batch.partition_leader_epoch
-        new = _new_tuple
-        cls = ConsumerRecord
-        fields = batch.record_fields()
+        offsets = [base_offset + od for od in columns.offset_deltas]
         if batch.timestamp_type == rec.TimestampType.LOG_APPEND_TIME:
-            ts = batch.max_timestamp
-            out = [new(cls, (topic, partition, base_offset + od, ts, 1, k, v, [*h], epoch)) for od, _tsd, k, v, h in fields]
+            timestamps, timestamp_type = repeat(batch.max_timestamp), 1
         else:
             base_ts = batch.base_timestamp
-            out = [new(cls, (topic, partition, base_offset + od, base_ts + tsd, 0, k, v, [*h], epoch)) for od, tsd, k, v, h in fields]
+            timestamps, timestamp_type = [base_ts + tsd for tsd in columns.timestamp_deltas], 0
+        headers = map(list, columns.headers)
+        epoch = repeat(batch.partition_leader_epoch)
+        rows = zip(repeat(tp.topic), repeat(tp.partition), offsets, timestamps, repeat(timestamp_type), columns.keys, columns.values, headers, epoch)
+        out = list(map(_new_tuple, repeat(ConsumerRecord), rows))
         if out and out[0].offset < position:
             out = [r for r in out if r.offset >= position]
         return out
