@@ -8,9 +8,9 @@ exception, answered in v0 with UNSUPPORTED_VERSION and the served ranges, as Kaf
 newer client can fall back. Any other failure inside a handler is logged with its traceback and
 closes only that connection. Fetch responses send large file ranges with ``sendfile``.
 
-Frames are read by a buffered protocol (``Connection``): small frames are cut out of one receive
-buffer, and a large frame (a produce request) is received straight into a buffer of its own, so
-its bytes are copied once, by the kernel, on their way in.
+Frames are read by a buffered protocol (``Connection``, on ``kcli.protocol.frame_stream``): a
+large frame (a produce request) is received straight into a buffer of its own, so its bytes are
+copied once, by the kernel, on their way in.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,14 +25,13 @@ from typing import Any
 from kcli.broker.handlers import Api, RawResponse
 from kcli.errors import ErrorCode
 from kcli.protocol import framing, messages
+from kcli.protocol.frame_stream import FrameStream
 
 log = logging.getLogger("kcli.broker.network")
 
 # Ranges smaller than this are read and written with the response: a sendfile call costs a
 # transport flush and a system call, more than copying a small range.
 SENDFILE_MIN_BYTES = 64 * 1024
-# The receive buffer small frames are cut from; a frame larger than half of it gets its own.
-RECEIVE_BUFFER_BYTES = 64 * 1024
 # A connection stops reading once this many frames, or this many bytes, wait to be handled.
 MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 16 << 20
@@ -205,113 +203,44 @@ class Server:
         await connection.drain()
 
 
-class Connection(asyncio.BufferedProtocol):
-    """One client connection: cuts size-prefixed frames out of the byte stream and queues them for
-    the connection's task (``Server.serve``); writes responses with flow control.
+class Connection(FrameStream):
+    """One client connection: queues the request frames it reads (``FrameStream``) for the
+    connection's task (``Server.serve``); writes responses with flow control.
 
-    A frame comes out as ``bytes`` when it fitted the receive buffer, otherwise as a read-only view
-    of the buffer it was received into. A size prefix outside 0..``socket.request.max.bytes``
-    closes the connection once the frames before it are answered. Reading pauses while
-    ``MAX_QUEUED_FRAMES`` or ``MAX_QUEUED_BYTES`` wait, so a client that pipelines without
-    reading its answers is held back by TCP, not by the broker's memory."""
+    A size prefix outside 0..``socket.request.max.bytes`` closes the connection once the frames
+    before it are answered. Reading pauses while ``MAX_QUEUED_FRAMES`` or ``MAX_QUEUED_BYTES``
+    wait, so a client that pipelines without reading its answers is held back by TCP, not by the
+    broker's memory."""
 
     def __init__(self, server: Server) -> None:
+        super().__init__(server.max_request_size)
         self._server = server
-        self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._buffer = bytearray(RECEIVE_BUFFER_BYTES)
-        self._start = self._end = 0  # the unread bytes of _buffer
-        self._large: bytearray | None = None  # a frame body being received into its own buffer
-        self._large_filled = 0
         self._frames: collections.deque[bytes | memoryview | CloseConnection | None] = collections.deque()
         self._queued_bytes = 0
         self._frame_waiter: asyncio.Future | None = None
         self._reading_paused = False
-        self._writing_paused = False
-        self._drain_waiters: list[asyncio.Future] = []
-        self._lost = False
-        self._refused = False  # a bad size prefix was read: nothing after it is a frame
-
-    # -- asyncio callbacks -------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
         self.peer = _peer_name(transport.get_extra_info("peername"))
         asyncio.get_running_loop().create_task(self._server.serve(self))
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        if self._large is not None:
-            return memoryview(self._large)[self._large_filled:]
-        if self._end == len(self._buffer):
-            # The unread bytes are the start of a frame shorter than half the buffer: move them to the front.
-            unread = self._end - self._start
-            self._buffer[:unread] = self._buffer[self._start:self._end]
-            self._start, self._end = 0, unread
-        return memoryview(self._buffer)[self._end:]
-
-    def buffer_updated(self, nbytes: int) -> None:
-        if self._refused:
-            return
-        if self._large is None:
-            self._end += nbytes
-            self._cut_frames()
-            return
-        self._large_filled += nbytes
-        if self._large_filled == len(self._large):
-            body, self._large = self._large, None
-            self._push(memoryview(body).toreadonly(), len(body))
-
-    def eof_received(self) -> bool:
-        self._push(None, 0)
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = True
-        self._push(None, 0)
-        self._wake_drain_waiters()
-
-    def pause_writing(self) -> None:
-        self._writing_paused = True
-
-    def resume_writing(self) -> None:
-        self._writing_paused = False
-        self._wake_drain_waiters()
-
     # -- frames ------------------------------------------------------------------------------------
 
-    def _cut_frames(self) -> None:
-        buffer, limit = self._buffer, self._server.max_request_size
-        while self._end - self._start >= 4:
-            size = framing.SIZE.unpack_from(buffer, self._start)[0]
-            if size < 0 or size > limit:
-                self._push(CloseConnection(f"request size {size} is outside 0..{limit} (socket.request.max.bytes)"), 0)
-                self._start = self._end = 0
-                self._refused = True
-                self.transport.pause_reading()
-                return
-            body_start = self._start + 4
-            available = self._end - body_start
-            if available >= size:
-                self._push(bytes(buffer[body_start:body_start + size]), size)
-                self._start = body_start + size
-            elif size > len(buffer) // 2:
-                self._large = bytearray(size)
-                self._large[:available] = buffer[body_start:self._end]
-                self._large_filled = available
-                self._start = self._end = 0
-                return
-            else:
-                break
-        if self._start == self._end:
-            self._start = self._end = 0
+    def frame_received(self, body: bytes | memoryview) -> None:
+        self._push(body, len(body))
+
+    def size_refused(self, size: int) -> None:
+        self._push(CloseConnection(f"request size {size} is outside 0..{self.max_frame_size} (socket.request.max.bytes)"), 0)
+
+    def stream_ended(self, exc: Exception | None) -> None:
+        self._push(None, 0)
 
     def _push(self, item: bytes | memoryview | CloseConnection | None, size: int) -> None:
         self._frames.append(item)
         self._queued_bytes += size
-        if not self._reading_paused and not self._lost and not self._refused and (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= MAX_QUEUED_BYTES):
+        if not self._reading_paused and not self.lost and not self.refused and (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= MAX_QUEUED_BYTES):
             self._reading_paused = True
             self.transport.pause_reading()
         if self._frame_waiter is not None and not self._frame_waiter.done():
@@ -331,41 +260,16 @@ class Connection(asyncio.BufferedProtocol):
             raise item
         if item is not None:
             self._queued_bytes -= len(item)
-            if self._reading_paused and not self._lost and not self._refused and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
+            if self._reading_paused and not self.lost and not self.refused and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
                 self._reading_paused = False
                 self.transport.resume_reading()
         return item
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
-        if self._lost:
-            raise ConnectionResetError("connection lost")
-        self.transport.write(data)
-
-    async def drain(self) -> None:
-        if self._lost:
-            raise ConnectionResetError("connection lost")
-        if self._writing_paused:
-            waiter = asyncio.get_running_loop().create_future()
-            self._drain_waiters.append(waiter)
-            await waiter
-            if self._lost:
-                raise ConnectionResetError("connection lost")
-
     async def send_range(self, piece: Any) -> None:
         await self.drain()
         await asyncio.get_running_loop().sendfile(self.transport, _FileRange(piece.fileno), piece.position, piece.size)
-
-    def _wake_drain_waiters(self) -> None:
-        for waiter in self._drain_waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._drain_waiters.clear()
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
 
 
 def api_ranges(registry: Mapping[int, Api]) -> list[dict[str, int]]:

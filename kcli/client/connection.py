@@ -24,11 +24,13 @@ from kio.serial import entity_reader
 from kcli import __version__
 from kcli.errors import ErrorCode, KafkaError
 from kcli.protocol import framing, messages
+from kcli.protocol.frame_stream import FrameStream
 
 _SIZE = struct.Struct(">i")
 _FRAMED_HEADER = struct.Struct(">ihhih")  # size, then request header v1
 _ERROR_CODE = struct.Struct(">h")
 API_VERSIONS = 18
+MAX_ANSWER_BYTES = 0x7FFFFFFF  # answers are as large as the client asked for; only a negative size is wrong
 
 # The highest version kcli's client sends of each API. Versions above these change a request's
 # shape in ways the client does not use (Fetch v13+ names topics by id only, FindCoordinator v4+
@@ -75,30 +77,46 @@ class UnsupportedVersion(KafkaError):
         super().__init__(ErrorCode.UNSUPPORTED_VERSION, message)
 
 
+class _AnswerStream(FrameStream):
+    """The answers coming back on a connection, handed to the connection that asked."""
+
+    def __init__(self, connection: BrokerConnection) -> None:
+        super().__init__(MAX_ANSWER_BYTES)
+        self.connection = connection
+
+    def frame_received(self, body: bytes | memoryview) -> None:
+        self.connection._answer(body)
+
+    def size_refused(self, size: int) -> None:
+        self.connection._fail(ConnectionError(f"the broker sent a frame of size {size}"))
+        self.close()
+
+    def stream_ended(self, exc: Exception | None) -> None:
+        self.connection._fail(exc or asyncio.IncompleteReadError(b"", None))
+
+
 class BrokerConnection:
     """A connected broker. Create with ``await BrokerConnection.open(host, port)``."""
 
-    def __init__(self, host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
+    def __init__(self, host: str, port: int, client_id: str) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
-        self._reader = reader
-        self._writer = writer
+        self._stream = _AnswerStream(self)
         self._client_id_bytes = client_id.encode()
         self._correlation = itertools.count(1)
         self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
         self._correlation_of: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
         self._failure: Exception | None = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_answers())
         self.versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str = "kcli", timeout: float = 10.0) -> BrokerConnection:
+        connection = cls(host, port, client_id)
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 20), timeout)
+            await asyncio.wait_for(asyncio.get_running_loop().create_connection(lambda: connection._stream, host, port), timeout)
         except (OSError, asyncio.TimeoutError) as exc:
             raise BrokerUnreachable(f"cannot connect to {host}:{port}: {_reason(exc)}") from None
-        connection = cls(host, port, reader, writer, client_id)
         try:
             await asyncio.wait_for(connection._negotiate(), timeout)
         except BaseException:
@@ -152,10 +170,7 @@ class BrokerConnection:
     async def send(self, api_key: int, version: int, fields: Mapping[str, Any], *, timeout: float | None = 30.0, expect_response: bool = True) -> Any:
         request = messages.build(messages.request_type(api_key, version), fields)
         future = self.write(api_key, version, [messages.encode(request)], expect_response=expect_response)
-        try:
-            await self._writer.drain()
-        except OSError as exc:
-            self._fail(exc)
+        await self.drain()
         if future is None:
             return None
         try:
@@ -191,7 +206,7 @@ class BrokerConnection:
             future = asyncio.get_running_loop().create_future()
             self._pending[correlation_id] = (api_key, version, future)
             self._correlation_of[future] = correlation_id
-        self._writer.writelines([header, *body])
+        self._stream.writelines([header, *body])
         return future
 
     def forget(self, future: asyncio.Future[Any]) -> None:
@@ -204,32 +219,22 @@ class BrokerConnection:
     async def drain(self) -> None:
         """Wait while the socket's send buffer is full."""
         try:
-            await self._writer.drain()
+            await self._stream.drain()
         except OSError as exc:
             self._fail(exc)
 
-    async def _read_answers(self) -> None:
-        reader = self._reader
+    def _answer(self, frame: bytes | memoryview) -> None:
+        correlation_id = _SIZE.unpack_from(frame, 0)[0]
+        pending = self._pending.pop(correlation_id, None)
+        if pending is None:
+            return  # the asker gave up (timeout); the answer is dropped
+        api_key, version, future = pending
+        if future.done():
+            return
         try:
-            while True:
-                size = _SIZE.unpack(await reader.readexactly(4))[0]
-                frame = await reader.readexactly(size)
-                correlation_id = _SIZE.unpack_from(frame, 0)[0]
-                pending = self._pending.pop(correlation_id, None)
-                if pending is None:
-                    continue  # the asker gave up (timeout); the answer is dropped
-                api_key, version, future = pending
-                if future.done():
-                    continue
-                try:
-                    future.set_result(_decode(api_key, version, frame))
-                except Exception as exc:  # a malformed answer fails its own request only
-                    future.set_exception(KafkaError(ErrorCode.CORRUPT_MESSAGE, f"malformed {messages.api_name(api_key)} answer from {self.address}: {exc}"))
-        except (asyncio.IncompleteReadError, OSError) as exc:
-            self._fail(exc)
-        except asyncio.CancelledError:
-            self._fail(ConnectionResetError("closed"))
-            raise
+            future.set_result(_decode(api_key, version, frame))
+        except Exception as exc:  # a malformed answer fails its own request only
+            future.set_exception(KafkaError(ErrorCode.CORRUPT_MESSAGE, f"malformed {messages.api_name(api_key)} answer from {self.address}: {exc}"))
 
     def _fail(self, exc: Exception) -> None:
         if self._failure is None:
@@ -245,19 +250,11 @@ class BrokerConnection:
         return self._failure is not None
 
     async def close(self) -> None:
-        self._read_task.cancel()
-        try:
-            await self._read_task
-        except (asyncio.CancelledError, Exception):
-            pass
-        self._writer.close()
-        try:
-            await self._writer.wait_closed()
-        except OSError:
-            pass
+        self._fail(ConnectionResetError("closed"))
+        self._stream.close()
 
 
-def _decode(api_key: int, version: int, frame: bytes) -> Any:
+def _decode(api_key: int, version: int, frame: bytes | memoryview) -> Any:
     position = 4
     if api_key == API_VERSIONS:
         # A broker that lacks the asked version answers with v0's body (error code, api keys);

@@ -1,4 +1,4 @@
-"""The broker's frame reader (server.Connection): frames cut out of a byte stream however it is split."""
+"""The broker's frame reader (server.Connection on protocol.frame_stream): frames cut out of a byte stream however it is split."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcli.broker import server
+from kcli.protocol import frame_stream
 from kcli.broker.server import CloseConnection, Connection
 
 
@@ -76,7 +77,7 @@ def random_body(size: int, seed: int) -> bytes:
 
 
 # Small frames and frames larger than half the receive buffer (received into their own buffers).
-sizes = st.one_of(st.integers(0, 300), st.integers(server.RECEIVE_BUFFER_BYTES // 2, server.RECEIVE_BUFFER_BYTES * 3))
+sizes = st.one_of(st.integers(0, 300), st.integers(frame_stream.RECEIVE_BUFFER_BYTES // 2, frame_stream.RECEIVE_BUFFER_BYTES * 3))
 bodies = st.lists(st.builds(random_body, sizes, st.integers(0, 2**32)), min_size=1, max_size=6)
 
 
