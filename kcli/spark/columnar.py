@@ -5,8 +5,9 @@ at the rate Spark consumes Arrow batches that is most of the cost of an offline 
 the record boundaries are found in Python (one length varint per record, or one vectorised check for
 a run of records of equal size); every field of every
 record in a chunk of ~65,000 is then decoded by vectorised varint arithmetic over the
-concatenated records sections, and keys and values become Arrow binary-view arrays over those
-bytes, cast to plain binary in one pass.
+concatenated records sections. Keys and values of one length (records of one shape) are copied
+out of the buffer run by run, each run one strided view; others become Arrow binary-view arrays
+over those bytes, cast to plain binary in one pass.
 
 ``records.py`` stays the authority on the format: a batch whose records do not frame exactly
 (lengths, trailing bytes, varints over 10 bytes, fields past their record) is refused here, and
@@ -27,6 +28,7 @@ from kcli.errors import CorruptRecordError
 from kcli.spark.arrow_rows import MAX_TIMESTAMP_MS, arrow_schema, repeated_string
 from kcli.storage.varint import decode_varint
 
+_MAX_BINARY_BYTES = 0x7FFFFFFF  # Arrow binary arrays have 32-bit offsets
 _PAD = bytes(16)  # gathers read up to 12 bytes past a position that is at most the data's end
 _COLUMNS = np.arange(12)
 _SHIFTS = (7 * np.arange(10)).astype(np.uint64)
@@ -298,9 +300,15 @@ def _varints(buf: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray | None,
         raw = first.astype(np.int64)
         return (raw >> 1) ^ -(raw & 1), 1
     second = buf[positions + 1]
-    if not (more & (second >= 0x80)).any():  # one or two bytes: lengths under 8 KiB, deltas under 8 s
+    longer = more & (second >= 0x80)
+    if not longer.any():  # one or two bytes: lengths under 8 KiB, deltas under 8 s
         raw = np.where(more, (first & 0x7F).astype(np.int64) | (second.astype(np.int64) << 7), first)
         return (raw >> 1) ^ -(raw & 1), 1 + more
+    third = buf[positions + 2]
+    if not (longer & (third >= 0x80)).any():  # up to three bytes: offset deltas of batches over 8,192 records
+        low = (first & 0x7F).astype(np.int64) | ((second & 0x7F).astype(np.int64) << 7)
+        raw = np.where(longer, low | (third.astype(np.int64) << 14), np.where(more, (first & 0x7F).astype(np.int64) | (second.astype(np.int64) << 7), first))
+        return (raw >> 1) ^ -(raw & 1), 1 + more + longer
     grid = buf[positions[:, None] + _COLUMNS[:10]]
     more = grid >= 0x80
     if more.all(axis=1).any():
@@ -314,6 +322,20 @@ def _varints(buf: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray | None,
     return values, widths
 
 
+def _equal_lengths(buf: np.ndarray, starts: np.ndarray, length: int) -> pa.Array:
+    """Values all ``length`` bytes long (records of one shape, the common case) as a binary array:
+    each run of evenly spaced values is one strided view of the buffer, copied out in one pass."""
+    n = len(starts)
+    out = np.empty((n, length), dtype=np.uint8)
+    steps = np.diff(starts)
+    bounds = [0, *(np.flatnonzero(steps[1:] != steps[:-1]) + 2).tolist(), n]
+    for a, b in zip(bounds, bounds[1:]):
+        step = int(steps[a]) if b - a > 1 else length
+        out[a:b] = np.lib.stride_tricks.as_strided(buf[int(starts[a]) :], shape=(b - a, length), strides=(step, 1))
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(length)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(out)])
+
+
 def _binary(buf: np.ndarray, data: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
     """``data[start:start+length]`` per row (null for a negative length) as a binary array.
 
@@ -321,6 +343,10 @@ def _binary(buf: np.ndarray, data: pa.Buffer, starts: np.ndarray, lengths: np.nd
     length, first four bytes and position), then cast to plain binary in one C++ pass.
     """
     n = len(starts)
+    if n and (lengths < 0).all():
+        return pa.nulls(n, pa.binary())
+    if n and 0 <= lengths[0] and n * int(lengths[0]) <= _MAX_BINARY_BYTES and (lengths == lengths[0]).all():
+        return _equal_lengths(buf, starts, int(lengths[0]))
     valid = lengths >= 0
     sizes = np.where(valid, lengths, 0).astype(np.int32)
     views = np.zeros((n, 4), dtype=np.int32)

@@ -528,6 +528,28 @@ def test_the_vectorised_decoder_gives_what_records_py_gives(tmp_path_factory, ba
         assert fast.equals(slow_table(path, **args))
 
 
+@pytest.mark.parametrize("key_size", [None, 0, 5])
+@pytest.mark.parametrize("value_size", [0, 3, 100])
+def test_records_of_one_shape_read_as_records_py_reads_them(tmp_path, key_size, value_size):
+    """Equal-length keys and values are copied out run by run: over batches, over the widths of the
+    offset deltas (a batch of 9,000 records reaches three bytes) and over a range cut mid-batch."""
+    encoded, offset = [], 0
+    for n, gap in ((9000, 0), (50, 3), (200, 0)):
+        offset += gap
+        records = [
+            NewRecord(None if key_size is None else bytes([i % 251]) * key_size, bytes([(i * 7) % 256]) * value_size, T0 + i // 100)
+            for i in range(n)
+        ]
+        encoded.append(build_batch(records, base_offset=offset))
+        offset += n
+    path = write_segment(tmp_path / "t-0", encoded)
+    for start, end in ((0, 1 << 62), (4000, 9100)):
+        args = dict(r=whole(path, start=start, end=end), rows_per_batch=65536)
+        fast = pa.Table.from_batches(list(read_range(**args)), schema=arrow_schema(False))
+        assert fast.equals(slow_table(path, **args))
+        assert fast.num_rows == min(end, offset) - start - (3 if start < 9000 < end else 0)
+
+
 def test_a_record_that_does_not_frame_is_left_to_records_py(tmp_path):
     good = build_batch([NewRecord(b"k", b"v" * 20, T0), NewRecord(b"k2", b"w", T0 + 1)])
     broken = bytearray(good)
