@@ -300,17 +300,15 @@ class RecordBatch:
         The cheapest form for code that walks millions of records (dump-log-segments): plain
         tuples unpack faster than named attributes are read.
         """
-        try:
-            return decode_record_fields(self.records_bytes(max_decompressed), self._h[12])
-        except CorruptRecordError as exc:
-            if exc.position is None:
-                exc.position = self.position
-            raise
+        return self._decoded(decode_record_fields, max_decompressed)
 
     def record_columns(self, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> RecordColumns:
         """The records as columns (``RecordColumns``)."""
+        return self._decoded(decode_record_columns, max_decompressed)
+
+    def _decoded(self, decoder, max_decompressed: int):
         try:
-            return decode_record_columns(self.records_bytes(max_decompressed), self._h[12])
+            return decoder(self.records_bytes(max_decompressed), self._h[12])
         except CorruptRecordError as exc:
             if exc.position is None:
                 exc.position = self.position
