@@ -28,6 +28,7 @@ from kcli.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KcliE
 from kcli.storage.compression import CompressionType
 from kcli.storage.log_config import COMPACT, LOG_APPEND_TIME, LogConfig
 from kcli.storage.producer_state import AppendOrigin
+from kcli.storage.record_runs import MIN_RUN, find_run, offset_deltas
 from kcli.storage.records import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -344,16 +345,38 @@ def walk_records(data: bytes | bytearray, start: int, end: int, count: int, *, c
     Each record's length prefix must lead to the next, and the ``count`` records must end exactly
     at ``end``. With ``check_offset_deltas`` record i must also have offset delta i: kcli asks that
     of compressed batches (whose inner offsets Kafka validates); like Kafka it does not ask it of
-    uncompressed ones, whose consumers take offsets from the header and the deltas. Raises
-    InvalidRecordError.
+    uncompressed ones, whose consumers take offsets from the header and the deltas. Runs of
+    records of one shape are checked a column at a time (``record_runs``), the rest one by one.
+    Raises InvalidRecordError.
     """
-    # Varints are inlined for their one- and two-byte forms; this loop runs once per record on the
-    # produce path.
-    deltas = _encoded_offset_deltas(count) if check_offset_deltas else None
+    runs = isinstance(data, (bytes, bytearray))
     pos = start
     i = 0
+    one_by_one = 1  # records walked one by one before the next run is looked for; doubles while none is found
+    while i < count:
+        if runs and count - i >= MIN_RUN:
+            run = find_run(data, pos, end, count - i)
+            if run is not None and (not check_offset_deltas or offset_deltas(data, run) == list(range(i, i + run.count))):
+                pos = run.end
+                i += run.count
+                one_by_one = 1
+                continue
+        n = min(count - i, one_by_one)
+        pos = _walk(data, pos, end, i, n, count, check_offset_deltas)
+        i += n
+        one_by_one = min(2 * one_by_one, 256)
+    if pos != end:
+        raise InvalidRecordError(f"Incorrect declared batch size, {end - pos} bytes remain after the {count} records of the batch")
+
+
+def _walk(data: bytes | bytearray, pos: int, end: int, first: int, n: int, count: int, check_offset_deltas: bool) -> int:
+    """Records ``first`` .. ``first + n - 1`` of ``count``, one by one, from ``pos``; the position after them."""
+    # Varints are inlined for their one- and two-byte forms: records of varying shape take this
+    # loop on the produce path.
+    deltas = _encoded_offset_deltas(count) if check_offset_deltas else None
+    i = first
     try:
-        for i in range(count):
+        for i in range(first, first + n):
             b = data[pos]
             if b < 0x80:
                 p = pos + 1
@@ -381,8 +404,7 @@ def walk_records(data: bytes | bytearray, start: int, end: int, count: int, *, c
                     raise InvalidRecordError(f"record {i} of the batch has offset delta {offset_delta}; the deltas must run 0..{count - 1} in order")
     except (IndexError, CorruptRecordError):
         raise InvalidRecordError(f"record {i} runs past the end of its batch") from None
-    if pos != end:
-        raise InvalidRecordError(f"Incorrect declared batch size, {end - pos} bytes remain after the {count} records of the batch")
+    return pos
 
 
 def _decode_records(batch: RecordBatch, partition: str) -> list[RecordFields]:

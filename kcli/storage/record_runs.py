@@ -84,10 +84,26 @@ def _slices(data: bytes, first: int, stop: int, stride: int, length: int, count:
     return [data[p : p + length] for p in range(first, stop, stride)]
 
 
-def decode_run(data: bytes, pos: int, limit: int) -> Run | None:
-    """The longest run of at most ``limit`` records shaped like the one at ``pos``, or None when
-    that is shorter than ``MIN_RUN`` or the record has headers, wide deltas or bad framing (the
-    general decoder then reads it, and reports what is wrong)."""
+class Shape(NamedTuple):
+    """A run of records laid out alike: ``count`` records of ``stride`` bytes from ``start``."""
+
+    start: int
+    count: int
+    stride: int
+    timestamp_delta: tuple[int, int]  # (position in the record, varint width)
+    offset_delta: tuple[int, int]
+    key: tuple[int, int]  # (position of the bytes in the record, length; -1 for null)
+    value: tuple[int, int]
+
+    @property
+    def end(self) -> int:
+        return self.start + self.count * self.stride
+
+
+def find_run(data: bytes | bytearray, pos: int, end: int, limit: int) -> Shape | None:
+    """The longest run of at most ``limit`` records before ``end`` shaped like the one at ``pos``,
+    or None when that is shorter than ``MIN_RUN`` or the record has headers, wide deltas or bad
+    framing (the general decoder then reads it, and reports what is wrong)."""
     try:
         p = pos
         w_len = _width(data, p)
@@ -119,7 +135,7 @@ def decode_run(data: bytes, pos: int, limit: int) -> Run | None:
             return None
     except IndexError:
         return None
-    count = min(limit, (len(data) - pos) // stride)
+    count = min(limit, (end - pos) // stride)
     if count < MIN_RUN:
         return None
 
@@ -136,15 +152,28 @@ def decode_run(data: bytes, pos: int, limit: int) -> Run | None:
             count = len(column) - len(column.lstrip(_HIGH if i < width - 1 else _LOW))
     if count < MIN_RUN:
         return None
-
-    stop = pos + count * stride
-    (ts_at, ts_width), (od_at, od_width) = varints
     (key_at, key_width, key_length), (value_at, value_width, value_length) = lengths
+    return Shape(pos, count, stride, varints[0], varints[1], (key_at + key_width, key_length), (value_at + value_width, value_length))
+
+
+def offset_deltas(data: bytes | bytearray, run: Shape) -> list[int]:
+    at, width = run.offset_delta
+    return _column(data, run.start + at, run.end, run.stride, width)
+
+
+def decode_run(data: bytes, pos: int, limit: int) -> Run | None:
+    """``find_run`` to the end of ``data``, and the run's fields read a column at a time."""
+    run = find_run(data, pos, len(data), limit)
+    if run is None:
+        return None
+    stop, stride, count = run.end, run.stride, run.count
+    ts_at, ts_width = run.timestamp_delta
+    (key_at, key_length), (value_at, value_length) = run.key, run.value
     return Run(
         count,
         stop,
-        _column(data, pos + od_at, stop, stride, od_width),
+        offset_deltas(data, run),
         _column(data, pos + ts_at, stop, stride, ts_width),
-        _slices(data, pos + key_at + key_width, stop, stride, key_length, count),
-        _slices(data, pos + value_at + value_width, stop, stride, value_length, count),
+        _slices(data, pos + key_at, stop, stride, key_length, count),
+        _slices(data, pos + value_at, stop, stride, value_length, count),
     )

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from crc32c import crc32c
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kcli.errors import CorruptRecordError, ErrorCode, InvalidRecordError
 from kcli.storage import log_validator
@@ -31,6 +33,7 @@ from kcli.storage.records import (
     TimestampType,
     build_batch,
     control_record,
+    encode_record,
     end_txn_marker_value,
     iter_batches,
 )
@@ -346,3 +349,49 @@ def test_log_append_rewrites_with_the_topic_codec(tmp_path: Path):
     (batch,) = list(iter_batches(log.read(0, 1 << 20).read()))
     assert (batch.compression, [r.value for r in batch.records()]) == (CompressionType.GZIP, [b"value-0", b"value-1", b"value-2"])
     assert log.append(build_batch(records(1))).first_offset == 3
+
+
+def walk_one_by_one(data: bytes, start: int, end: int, count: int, check_offset_deltas: bool) -> None:
+    pos = log_validator._walk(data, start, end, 0, count, count, check_offset_deltas)
+    if pos != end:
+        raise InvalidRecordError(f"{end - pos} bytes remain")
+
+
+def uniform_section(count: int, value_size: int, deltas: list[int] | None = None) -> bytes:
+    deltas = deltas or list(range(count))
+    return b"".join(encode_record(NewRecord(None, b"v" * value_size, 1000 + i // 50), d, 1000) for i, d in enumerate(deltas))
+
+
+@pytest.mark.parametrize("count", [5, 300, 9000])
+def test_runs_of_one_shape_are_walked_as_one_by_one_walks_them(count):
+    section = uniform_section(count, 100)
+    walk_records(section, 0, len(section), count, check_offset_deltas=True)
+    followed = section + section  # a batch inside a larger buffer: records past its end are not its own
+    walk_records(followed, 0, len(section), count)
+    with pytest.raises(InvalidRecordError, match=f"record {count} "):
+        walk_records(followed, 0, len(section), count + 1)
+    swapped = list(range(count))
+    swapped[count // 2], swapped[count // 2 + 1] = swapped[count // 2 + 1], swapped[count // 2]
+    bad = uniform_section(count, 100, swapped)
+    walk_records(bad, 0, len(bad), count)  # uncompressed batches keep their deltas
+    with pytest.raises(InvalidRecordError, match=f"record {count // 2} of the batch has offset delta {count // 2 + 1}"):
+        walk_records(bad, 0, len(bad), count, check_offset_deltas=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_damaged_section_is_walked_as_one_by_one_walks_it(data):
+    count = data.draw(st.integers(4, 120))
+    buffer = bytearray(uniform_section(count, data.draw(st.sampled_from([0, 7, 100]))))
+    for _ in range(data.draw(st.integers(1, 3))):
+        buffer[data.draw(st.integers(0, len(buffer) - 1))] = data.draw(st.integers(0, 255))
+    section = bytes(buffer[: len(buffer) - data.draw(st.integers(0, 2))])
+    claimed = count + data.draw(st.integers(-1, 1))
+    for check in (False, True):
+        try:
+            walk_one_by_one(section, 0, len(section), claimed, check)
+        except InvalidRecordError:
+            with pytest.raises(InvalidRecordError):
+                walk_records(section, 0, len(section), claimed, check_offset_deltas=check)
+        else:
+            walk_records(section, 0, len(section), claimed, check_offset_deltas=check)
