@@ -224,6 +224,10 @@ class BrokerConnection:
             self._fail(exc)
 
     def _answer(self, frame: bytes | memoryview) -> None:
+        if len(frame) < _SIZE.size:
+            self._fail(ConnectionError(f"the broker sent a frame of {len(frame)} bytes, too short for a response header"))
+            self._stream.close()
+            return
         correlation_id = _SIZE.unpack_from(frame, 0)[0]
         pending = self._pending.pop(correlation_id, None)
         if pending is None:

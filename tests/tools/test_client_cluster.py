@@ -178,3 +178,51 @@ def test_falls_back_when_the_broker_lacks_the_asked_api_versions_version():
     assert asked == [CLIENT_MAX_VERSIONS[18], 2]
     assert versions == {18: (0, 2), 3: (0, 9)}
     assert metadata_version == 9
+
+
+@pytest.mark.parametrize("answer", ["short frame", "closed mid-frame"])
+def test_a_broken_answer_fails_the_waiting_request_and_the_connection(answer: str):
+    """After ApiVersions the scripted broker answers the next request with a frame too short for a
+    response header, or closes in the middle of one: the waiting call fails, later ones too."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+            except asyncio.IncompleteReadError:
+                return
+            frame = await reader.readexactly(size)
+            api_key, version, correlation = struct.unpack_from(">hhi", frame)
+            if api_key == 18:  # v0 only: the client's first ask is refused, the second answered
+                ranges = [(18, 0, 0)] if version else [(18, 0, 0), (3, 0, 9)]
+                body = struct.pack(">hi", ErrorCode.UNSUPPORTED_VERSION if version else 0, len(ranges))
+                body += b"".join(struct.pack(">hhh", *r) for r in ranges)
+                writer.write(struct.pack(">ii", 4 + len(body), correlation) + body)
+            elif answer == "short frame":
+                writer.write(struct.pack(">i", 2) + b"\x00\x01")
+            else:
+                writer.write(struct.pack(">ii", 100_000, correlation) + bytes(5000))
+                await writer.drain()
+                writer.close()
+                return
+            await writer.drain()
+
+    async def go():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            connection = await BrokerConnection.open("127.0.0.1", port)
+            with pytest.raises(BrokerUnreachable) as first:
+                await connection.call(3, {"topics": [], "allow_auto_topic_creation": False}, timeout=10)
+            with pytest.raises(BrokerUnreachable) as later:
+                await connection.call(3, {"topics": [], "allow_auto_topic_creation": False}, timeout=10)
+            await connection.close()
+            return str(first.value), str(later.value), connection.closed
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    first, later, closed = run(go())
+    assert closed
+    assert ("too short for a response header" in first) if answer == "short frame" else ("closed by the broker" in first)
+    assert "is closed" in later or "lost" in later
