@@ -5,6 +5,7 @@ librdkafka mock cluster (an independent Kafka implementation)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
 
@@ -136,6 +137,32 @@ def test_bootstrap_forms():
     assert parse_bootstrap("a:1, PLAINTEXT://b:2,c,[::1]:3") == [("a", 1), ("b", 2), ("c", 9092), ("::1", 3)]
 
 
+@contextlib.asynccontextmanager
+async def scripted_broker(answer):
+    """A broker on 127.0.0.1 that hands each request's (api key, version, correlation id) to
+    ``answer(writer, ...)``, which writes the answer, or returns False to hang up; yields its port."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                frame = await reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                return
+            go_on = answer(writer, *struct.unpack_from(">hhi", frame))
+            await writer.drain()
+            if go_on is False:
+                writer.close()
+                return
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 def test_falls_back_when_the_broker_lacks_the_asked_api_versions_version():
     """A broker that does not know ApiVersions v3 answers with v0's body and its own range; the
     client asks again with the highest version the broker named (KIP-511)."""
@@ -145,34 +172,21 @@ def test_falls_back_when_the_broker_lacks_the_asked_api_versions_version():
         body = struct.pack(">hi", error, len(ranges))
         return body + b"".join(struct.pack(">hhh", *r) for r in ranges)
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-            except asyncio.IncompleteReadError:
-                return
-            frame = await reader.readexactly(size)
-            api_key, version, correlation = struct.unpack_from(">hhi", frame)
-            asked.append(version)
-            if version > 2:
-                body = v0_body(ErrorCode.UNSUPPORTED_VERSION, [(18, 0, 2)])
-            else:
-                body = v0_body(0, [(18, 0, 2), (3, 0, 9)]) + struct.pack(">i", 0)  # v1/v2 add throttle_time
-            writer.write(struct.pack(">ii", 4 + len(body), correlation) + body)
-            await writer.drain()
+    def answer(writer: asyncio.StreamWriter, api_key: int, version: int, correlation: int) -> None:
+        asked.append(version)
+        if version > 2:
+            body = v0_body(ErrorCode.UNSUPPORTED_VERSION, [(18, 0, 2)])
+        else:
+            body = v0_body(0, [(18, 0, 2), (3, 0, 9)]) + struct.pack(">i", 0)  # v1/v2 add throttle_time
+        writer.write(struct.pack(">ii", 4 + len(body), correlation) + body)
 
     async def go():
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        try:
+        async with scripted_broker(answer) as port:
             connection = await BrokerConnection.open("127.0.0.1", port)
             versions = connection.versions
             metadata_version = connection.version_for(3)
             await connection.close()
             return versions, metadata_version
-        finally:
-            server.close()
-            await server.wait_closed()
 
     versions, metadata_version = run(go())
     assert asked == [CLIENT_MAX_VERSIONS[18], 2]
@@ -185,32 +199,21 @@ def test_a_broken_answer_fails_the_waiting_request_and_the_connection(answer: st
     """After ApiVersions the scripted broker answers the next request with a frame too short for a
     response header, or closes in the middle of one: the waiting call fails, later ones too."""
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-            except asyncio.IncompleteReadError:
-                return
-            frame = await reader.readexactly(size)
-            api_key, version, correlation = struct.unpack_from(">hhi", frame)
-            if api_key == 18:  # v0 only: the client's first ask is refused, the second answered
-                ranges = [(18, 0, 0)] if version else [(18, 0, 0), (3, 0, 9)]
-                body = struct.pack(">hi", ErrorCode.UNSUPPORTED_VERSION if version else 0, len(ranges))
-                body += b"".join(struct.pack(">hhh", *r) for r in ranges)
-                writer.write(struct.pack(">ii", 4 + len(body), correlation) + body)
-            elif answer == "short frame":
-                writer.write(struct.pack(">i", 2) + b"\x00\x01")
-            else:
-                writer.write(struct.pack(">ii", 100_000, correlation) + bytes(5000))
-                await writer.drain()
-                writer.close()
-                return
-            await writer.drain()
+    def reply(writer: asyncio.StreamWriter, api_key: int, version: int, correlation: int) -> bool:
+        if api_key == 18:  # v0 only: the client's first ask is refused, the second answered
+            ranges = [(18, 0, 0)] if version else [(18, 0, 0), (3, 0, 9)]
+            body = struct.pack(">hi", ErrorCode.UNSUPPORTED_VERSION if version else 0, len(ranges))
+            body += b"".join(struct.pack(">hhh", *r) for r in ranges)
+            writer.write(struct.pack(">ii", 4 + len(body), correlation) + body)
+            return True
+        if answer == "short frame":
+            writer.write(struct.pack(">i", 2) + b"\x00\x01")
+            return True
+        writer.write(struct.pack(">ii", 100_000, correlation) + bytes(5000))
+        return False
 
     async def go():
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        try:
+        async with scripted_broker(reply) as port:
             connection = await BrokerConnection.open("127.0.0.1", port)
             with pytest.raises(BrokerUnreachable) as first:
                 await connection.call(3, {"topics": [], "allow_auto_topic_creation": False}, timeout=10)
@@ -218,9 +221,6 @@ def test_a_broken_answer_fails_the_waiting_request_and_the_connection(answer: st
                 await connection.call(3, {"topics": [], "allow_auto_topic_creation": False}, timeout=10)
             await connection.close()
             return str(first.value), str(later.value), connection.closed
-        finally:
-            server.close()
-            await server.wait_closed()
 
     first, later, closed = run(go())
     assert closed
