@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _loadgen import partition_shares, value_pool  # noqa: E402
+from _loadgen import produce_runs, value_pool  # noqa: E402
 
 from kcli.client.cluster import Cluster  # noqa: E402
 from kcli.client.consumer import Consumer, TopicPartition  # noqa: E402
@@ -42,7 +42,6 @@ async def produce(params: dict[str, Any]) -> None:
         pool = value_pool(size)
         mask = len(pool) - 1
         run = max(1, params["run_bytes"] // size)
-        remaining = partition_shares(count, len(targets))
         # The loop of bench/_loadgen.py's confluent-kafka producer: a call that never waits
         # (send_nowait, like produce()), a short wait while the buffer is full, the event loop given
         # its turn after each run of records (like poll(0)), and no handle kept per record: failures
@@ -50,21 +49,18 @@ async def produce(params: dict[str, Any]) -> None:
         send = producer.send_nowait
         sent = 0
         start = time.perf_counter()
-        while sent < count:
-            for index, (topic, partition) in enumerate(targets):
-                n = min(run, remaining[index])
-                remaining[index] -= n
-                for _ in range(n):
-                    while True:
-                        try:
-                            send(topic, pool[sent & mask], partition=partition)
-                            break
-                        except BufferFull:
-                            await asyncio.sleep(0.001)
-                    sent += 1
-                    if producer.needs_yield:
-                        await asyncio.sleep(0)
-                await asyncio.sleep(0)
+        for topic, partition, n in produce_runs(targets, count, run):
+            for _ in range(n):
+                while True:
+                    try:
+                        send(topic, pool[sent & mask], partition=partition)
+                        break
+                    except BufferFull:
+                        await asyncio.sleep(0.001)
+                sent += 1
+                if producer.needs_yield:
+                    await asyncio.sleep(0)
+            await asyncio.sleep(0)
         await producer.flush()
         elapsed = time.perf_counter() - start
         undelivered = producer.metrics.record_error_total  # flush() returned: every record is answered

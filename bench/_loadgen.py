@@ -32,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -137,9 +138,16 @@ def run_mock(params: dict[str, Any]) -> None:
 # --- throughput ---------------------------------------------------------------------------------
 
 
-def partition_shares(count: int, partitions: int) -> list[int]:
-    base, extra = divmod(count, partitions)
-    return [base + (1 if i < extra else 0) for i in range(partitions)]
+def produce_runs(targets: list[tuple[str, int]], count: int, run: int) -> Iterator[tuple[str, int, int]]:
+    """The order both load generators produce in: ``(topic, partition, n)``, a run of up to ``run``
+    records to each partition in turn, until every partition has its share of ``count``."""
+    base, extra = divmod(count, len(targets))
+    remaining = [base + (1 if i < extra else 0) for i in range(len(targets))]
+    while any(remaining):
+        for index, (topic, partition) in enumerate(targets):
+            n = min(run, remaining[index])
+            remaining[index] -= n
+            yield topic, partition, n
 
 
 def run_produce(params: dict[str, Any]) -> None:
@@ -160,23 +168,19 @@ def run_produce(params: dict[str, Any]) -> None:
     warmup_records, warmup_seconds = warm_up(producer, targets, size) if params.get("warmup") else (0, 0.0)
     mask = len(pool) - 1
     run = max(1, params["run_bytes"] // size)
-    remaining = partition_shares(count, len(targets))
     produce, poll = producer.produce, producer.poll
     sent = 0
     start = time.perf_counter()
-    while sent < count:
-        for index, (topic, partition) in enumerate(targets):
-            n = min(run, remaining[index])
-            remaining[index] -= n
-            for _ in range(n):
-                while True:
-                    try:
-                        produce(topic, pool[sent & mask], partition=partition)
-                        break
-                    except BufferError:
-                        poll(0.001)
-                sent += 1
-            poll(0)
+    for topic, partition, n in produce_runs(targets, count, run):
+        for _ in range(n):
+            while True:
+                try:
+                    produce(topic, pool[sent & mask], partition=partition)
+                    break
+                except BufferError:
+                    poll(0.001)
+            sent += 1
+        poll(0)
     left = producer.flush(params.get("timeout", 300))
     elapsed = time.perf_counter() - start
     emit({"seconds": elapsed, "records": count, "bytes": count * size, "undelivered": left, "errors": errors, "warmup_records": warmup_records, "warmup_seconds": warmup_seconds})

@@ -416,11 +416,7 @@ class Admin:
                 ],
                 "validate_only": validate_only,
             }
-            try:
-                answer = await self.cluster.call(node, INCREMENTAL_ALTER_CONFIGS, fields)
-            except KafkaError as exc:
-                return {r: exc for r in group}
-            return _alter_results(answer, group)
+            return await self._alter(node, INCREMENTAL_ALTER_CONFIGS, fields, group)
 
         return await self._by_resource_node(list(changes), send)
 
@@ -435,13 +431,17 @@ class Admin:
                 ],
                 "validate_only": validate_only,
             }
-            try:
-                answer = await self.cluster.call(node, ALTER_CONFIGS, fields)
-            except KafkaError as exc:
-                return {r: exc for r in group}
-            return _alter_results(answer, group)
+            return await self._alter(node, ALTER_CONFIGS, fields, group)
 
         return await self._by_resource_node(list(configs), send)
+
+    async def _alter(self, node: int | None, api_key: int, fields: dict[str, Any], group: list[ConfigResource]) -> dict[ConfigResource, KafkaError | None]:
+        """One (Incremental)AlterConfigs request for ``group``; each resource's error or None."""
+        try:
+            answer = await self.cluster.call(node, api_key, fields)
+        except KafkaError as exc:
+            return {r: exc for r in group}
+        return _alter_results(answer, group)
 
     async def _alter_by_replacing(
         self, node: int | None, group: list[ConfigResource], changes: Mapping[ConfigResource, Sequence[ConfigOp]], validate_only: bool

@@ -34,10 +34,13 @@ import math
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kcli.config import java_double_string
 from kcli.errors import KcliError, UsageError
+
+if TYPE_CHECKING:
+    from kcli.client.fetcher import ConsumerRecord
 
 DEFAULT_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 _TOOLS = "org.apache.kafka.tools.consumer."
@@ -57,30 +60,6 @@ _DEPRECATED = {
 TIMESTAMP_TYPE_NAMES = {0: "CreateTime", 1: "LogAppendTime"}
 
 
-class ConsumedRecord(Protocol):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
-
-
-class Record(NamedTuple):
-    """A record as the formatters read it (the consumer's records have the same attributes)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]] = []
-
-
 class FormatterError(KcliError):
     """A record a formatter cannot write; ``java_class`` is the exception Kafka throws for it."""
 
@@ -95,7 +74,7 @@ class FormatterError(KcliError):
 
 
 class MessageFormatter(Protocol):
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None: ...
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None: ...
 
 
 def log4j_line(level: str, message: str, category: str) -> str:
@@ -189,7 +168,7 @@ class DefaultMessageFormatter:
     def _separator(self, out: bytearray, more: bool) -> None:
         out += self.key_separator if more else self.line_separator
 
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         if self.print_timestamp:
             type_name = TIMESTAMP_TYPE_NAMES.get(record.timestamp_type)
             out += (f"{type_name}:{record.timestamp}" if type_name else "NO_TIMESTAMP").encode()
@@ -224,7 +203,7 @@ class LoggingMessageFormatter:
         self.default = DefaultMessageFormatter(props)
         self.log = log
 
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         self.default.write_to(record, out)
         type_name = TIMESTAMP_TYPE_NAMES.get(record.timestamp_type)
         timestamp = f"{type_name}:{record.timestamp}, " if type_name else ""
@@ -235,7 +214,7 @@ class LoggingMessageFormatter:
 
 
 class NoOpMessageFormatter:
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         return None
 
 
@@ -400,7 +379,7 @@ class _ApiMessageFormatter:
     def _schemas(self) -> _Schemas:
         raise NotImplementedError
 
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         from kcli.protocol.schema import kafka_json_dumps
 
         schemas = self._schemas()
@@ -469,7 +448,7 @@ def _scala_option(value: Any) -> str:
 class LegacyOffsetsMessageFormatter:
     """``GroupMetadataManager.OffsetsMessageFormatter``: ``[group,topic,partition]::OffsetAndMetadata(...)``."""
 
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         from kcli.protocol import coordinator_records as cr
 
         if record.key is None:
@@ -501,7 +480,7 @@ class LegacyOffsetsMessageFormatter:
 class LegacyGroupMetadataMessageFormatter:
     """``GroupMetadataManager.GroupMetadataMessageFormatter``: ``group::GroupMetadata(...)``."""
 
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         from kcli.protocol import coordinator_records as cr
 
         if record.key is None or _short_prefix(record.key) != 2:
@@ -540,7 +519,7 @@ def _group_metadata_text(group: str, version: int, value: Mapping[str, Any]) -> 
 class LegacyTransactionLogMessageFormatter:
     """``TransactionLog.TransactionLogMessageFormatter``: ``id::TransactionMetadata(...)``."""
 
-    def write_to(self, record: ConsumedRecord, out: bytearray) -> None:
+    def write_to(self, record: ConsumerRecord, out: bytearray) -> None:
         from kcli.protocol import coordinator_records as cr
 
         if record.key is None:

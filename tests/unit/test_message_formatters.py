@@ -12,6 +12,7 @@ import struct
 
 import pytest
 
+from kcli.client.fetcher import ConsumerRecord
 from kcli.errors import UsageError
 from kcli.protocol import coordinator_records as cr
 from kcli.tools.message_formatters import (
@@ -24,11 +25,15 @@ from kcli.tools.message_formatters import (
     LoggingMessageFormatter,
     NoOpMessageFormatter,
     OffsetsMessageFormatter,
-    Record,
     TransactionLogMessageFormatter,
     formatter_for,
     java_float_string,
 )
+
+
+def Record(topic, partition, offset, timestamp, timestamp_type, key, value, headers=()):  # noqa: N802
+    """A consumer record, as the formatters get them from the consumer."""
+    return ConsumerRecord(topic, partition, offset, timestamp, timestamp_type, key, value, list(headers), -1)
 
 NO_TIMESTAMP = -1
 CREATE_TIME = 0
