@@ -24,7 +24,7 @@ from typing import Any
 
 from kcli.broker.handlers import Api, RawResponse
 from kcli.errors import ErrorCode
-from kcli.protocol import framing, messages
+from kcli.protocol import framing, mapping_encoder, messages
 from kcli.protocol.frame_stream import FrameStream
 
 log = logging.getLogger("kcli.broker.network")
@@ -172,16 +172,12 @@ class Server:
         head = framing.response_header(correlation_id, response_flexible)
         if isinstance(result, RawResponse):
             return [framing.frame_size(len(head) + result.size), head, *result.chunks]
-        body = messages.encode(messages.build_response(api_key, api_version, result))
+        body = mapping_encoder.encode_response(api_key, api_version, result)
         return [framing.frame_size(len(head) + len(body)) + head + body]
 
     def _unsupported_api_versions(self, correlation_id: int) -> list[Any]:
-        body = messages.encode(
-            messages.build_response(
-                framing.API_VERSIONS_KEY,
-                0,
-                {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_ranges(self.registry)},
-            )
+        body = mapping_encoder.encode_response(
+            framing.API_VERSIONS_KEY, 0, {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_ranges(self.registry)}
         )
         head = framing.response_header(correlation_id, False)
         return [framing.frame_size(len(head) + len(body)) + head + body]

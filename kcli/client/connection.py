@@ -5,7 +5,7 @@ id, so many requests may be in flight at once. On connect it sends ApiVersions a
 broker's range for every API; ``version_for`` then picks the highest version both sides speak, so
 the same call works against kcli and against Apache Kafka 2.x-3.x brokers.
 
-Requests are version-independent mappings of field names (``messages.build`` keeps the fields the
+Requests are version-independent mappings of field names (``mapping_encoder`` writes the fields the
 chosen version has and zeroes the ones the mapping lacks); answers are kio's response entities of
 the version that was sent.
 """
@@ -23,7 +23,7 @@ from kio.serial import entity_reader
 
 from kcli import __version__
 from kcli.errors import ErrorCode, KafkaError
-from kcli.protocol import framing, messages
+from kcli.protocol import framing, mapping_encoder, messages
 from kcli.protocol.frame_stream import FrameStream
 
 _SIZE = struct.Struct(">i")
@@ -168,8 +168,7 @@ class BrokerConnection:
         return await self.send(api_key, self.version_for(api_key, at_least=at_least), fields, timeout=timeout)
 
     async def send(self, api_key: int, version: int, fields: Mapping[str, Any], *, timeout: float | None = 30.0, expect_response: bool = True) -> Any:
-        request = messages.build(messages.request_type(api_key, version), fields)
-        future = self.write(api_key, version, [messages.encode(request)], expect_response=expect_response)
+        future = self.write(api_key, version, [mapping_encoder.encode_request(api_key, version, fields)], expect_response=expect_response)
         await self.drain()
         if future is None:
             return None

@@ -28,6 +28,7 @@ from kcli.protocol.request_check import check_body
 
 ZERO_UUID = uuid.UUID(int=0)
 _ZERO_DURATION = datetime.timedelta(0)
+_EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.timezone.utc)
 
 
 class _WireCode(int):
@@ -108,9 +109,9 @@ def build(entity_type: type, data: Mapping[str, Any]) -> Any:
     kwargs = {}
     for name, field_type, default in _fields(entity_type):
         if name in data:
-            kwargs[name] = _convert(field_type, data[name])
+            kwargs[name] = convert(field_type, data[name])
         elif default is dataclasses.MISSING:
-            kwargs[name] = _zero(field_type)
+            kwargs[name] = zero(field_type)
     return entity_type(**kwargs)
 
 
@@ -146,7 +147,7 @@ def _entity_of(field_type: Any) -> tuple[str, type | None]:
 _shape = functools.cache(_entity_of)
 
 
-def _convert(field_type: Any, value: Any) -> Any:
+def convert(field_type: Any, value: Any) -> Any:
     kind, inner = _shape(field_type)
     if value is None:
         return None
@@ -168,7 +169,7 @@ def _convert(field_type: Any, value: Any) -> Any:
     return value
 
 
-def _zero(field_type: Any) -> Any:
+def zero(field_type: Any) -> Any:
     kind, inner = _shape(field_type)
     if kind.endswith("?"):
         return None
@@ -181,6 +182,8 @@ def _zero(field_type: Any) -> Any:
             return _NO_ERROR
         if issubclass(inner, datetime.timedelta):
             return _ZERO_DURATION
+        if issubclass(inner, datetime.datetime):
+            return _EPOCH
         if issubclass(inner, bool):
             return False
         if issubclass(inner, int):

@@ -4,7 +4,7 @@ A handler module has ``API_KEY``, ``VERSIONS`` (lowest, highest) and ``async def
 request)``; its docstring opens with "Name: vLOW-vHIGH" and says how it behaves. ``handle`` takes
 the decoded kio request and returns one of:
 
-- a mapping of response fields, built into the request's response version (``messages.build``);
+- a mapping of response fields, written in the request's response version (``mapping_encoder``, with ``messages.build``'s rules);
 - a ``RawResponse`` (Fetch: chunks of bytes and file ranges);
 - ``None``: no response at all (Produce with acks=0).
 
