@@ -52,18 +52,31 @@ def _compiled(entity_type: type) -> Step:
     hints = typing.get_type_hints(entity_type)
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
+    fixed, fixed_names = 0, []  # fixed-size fields since the last step, checked as one
     for field in dataclasses.fields(entity_type):
-        step = _field_step(hints[field.name], field.metadata.get("kafka_type"), flexible, field.name)
+        kafka_type = field.metadata.get("kafka_type")
         tag = field.metadata.get("tag")
+        if tag is None and kafka_type in _FIXED_SIZES and typing.get_origin(hints[field.name]) is not tuple:
+            fixed += _FIXED_SIZES[kafka_type]
+            fixed_names.append(field.name)
+            continue
+        step = _field_step(hints[field.name], kafka_type, flexible, field.name)
         if tag is None:
+            if fixed:
+                steps.append(_fixed_step(fixed, ", ".join(fixed_names)))
+                fixed, fixed_names = 0, []
             steps.append(step)
         else:
             tagged[tag] = step
+    if fixed:
+        steps.append(_fixed_step(fixed, ", ".join(fixed_names)))
 
     def walk(buffer: bytes | memoryview, position: int, end: int) -> int:
         for step in steps:
             position = step(buffer, position, end)
         if flexible:
+            if position < end and buffer[position] == 0:
+                return position + 1  # no tagged fields: the common case
             position = _tagged_section(buffer, position, end, tagged)
         return position
 
@@ -77,32 +90,28 @@ def _field_step(field_type, kafka_type: str | None, flexible: bool, name: str) -
         field_type = next(a for a in typing.get_args(field_type) if a is not type(None))
     if typing.get_origin(field_type) is tuple:
         item = typing.get_args(field_type)[0]
-        item_step = _compiled_lazy(item) if dataclasses.is_dataclass(item) else _scalar_step(kafka_type, False, flexible, name)
+        item_step = _compiled(item) if dataclasses.is_dataclass(item) else _scalar_step(kafka_type, False, flexible, name)
         return _array_step(item_step, nullable, flexible, name)
     if dataclasses.is_dataclass(field_type):
-        inner = _compiled_lazy(field_type)
+        inner = _compiled(field_type)
         return _nullable_entity_step(inner, name) if nullable else inner
     return _scalar_step(kafka_type, nullable, flexible, name)
 
 
-def _compiled_lazy(entity_type: type) -> Step:
-    def step(buffer: bytes | memoryview, position: int, end: int) -> int:
-        return _compiled(entity_type)(buffer, position, end)
+def _fixed_step(size: int, name: str) -> Step:
+    def fixed(buffer: bytes | memoryview, position: int, end: int) -> int:
+        position += size
+        if position > end:
+            raise MalformedRequest(f"{name} runs past the end of the request")
+        return position
 
-    return step
+    return fixed
 
 
 def _scalar_step(kafka_type: str | None, nullable: bool, flexible: bool, name: str) -> Step:
     size = _FIXED_SIZES.get(kafka_type or "")
     if size is not None:
-
-        def fixed(buffer: bytes | memoryview, position: int, end: int) -> int:
-            position += size
-            if position > end:
-                raise MalformedRequest(f"{name} runs past the end of the request")
-            return position
-
-        return fixed
+        return _fixed_step(size, name)
     if kafka_type == "string":
         return _length_prefixed(name, nullable, flexible, _INT16)
     if kafka_type in ("bytes", "records"):
@@ -158,6 +167,8 @@ def _nullable_entity_step(inner: Step, name: str) -> Step:
 def _length(buffer, position: int, end: int, flexible: bool, width: struct.Struct, name: str) -> tuple[int, int]:
     """A length prefix: unsigned varint of length + 1 when flexible, else signed int16/int32."""
     if flexible:
+        if position < end and buffer[position] < 0x80:
+            return buffer[position] - 1, position + 1
         value, position = _uvarint(buffer, position, end, name)
         return value - 1, position
     if position + width.size > end:
