@@ -12,7 +12,10 @@ CRC-32C, header, record framing and the topic's record rules) and its base offse
 leader epoch are written into the buffer in place; the same bytes go to the active segment, unless
 the topic's ``compression.type`` makes the batch be rebuilt. Batches with a producer id go through
 the producer table (``producer_state``): a client's retry of one of its last five batches is
-answered with the original offsets and not written again. Reads return file ranges of whole batches.
+answered with the original offsets and not written again. A batch the broker built itself
+(``records.BuiltBatch``, the group coordinator's) is not read again: its builder's facts are
+checked against the topic's rules and its offsets patched in. Reads return file ranges of whole
+batches.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from kcli.storage.file_records import FileSlice, TimestampAndOffset
 from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
 from kcli.storage.log_config import LOG_APPEND_TIME, LogConfig
 from kcli.storage.log_loader import LogLoader, rebuild_producer_state
-from kcli.storage.log_validator import RecordBatchTooLargeError, RecordTooLargeError, validate_and_assign_offsets
+from kcli.storage.log_validator import (
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    assign_offsets_to_built_batch,
+    validate_and_assign_offsets,
+)
 from kcli.storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ActiveProducer,
@@ -41,7 +49,7 @@ from kcli.storage.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
-from kcli.storage.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, RecordBatch, read_batch
+from kcli.storage.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, BuiltBatch, RecordBatch, read_batch
 from kcli.storage.segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -317,8 +325,13 @@ class Log:
         ``leader_epoch`` as its partition leader epoch and, on a LogAppendTime topic, the time
         ``log_append_time`` (now when None). Errors are KcliErrors whose ``error_code`` answers
         the whole append; nothing is written then.
+
+        A ``BuiltBatch`` appended as a leader is given its offsets from what its builder knows
+        (``log_validator.assign_offsets_to_built_batch``) and is validated only when the topic's
+        rules need more than that; everything after validation is the same for every append.
         """
-        origin = AppendOrigin(origin)
+        if type(origin) is not AppendOrigin:
+            origin = AppendOrigin(origin)
         if origin == AppendOrigin.REPLICATION:
             assign_offsets = False
         view = memoryview(records)
@@ -330,7 +343,8 @@ class Log:
             if self._closed:
                 raise KcliError(f"{self.dir.name}: the log is closed")
             if assign_offsets:
-                info = self._append_as_leader(view, leader_epoch, origin, log_append_time)
+                built = records if type(records) is BuiltBatch else None
+                info = self._append_as_leader(view, leader_epoch, origin, log_append_time, built)
             else:
                 info = self._append_as_follower(view)
             flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
@@ -338,22 +352,30 @@ class Log:
             self.flush()
         return info
 
-    def _append_as_leader(self, view: memoryview, leader_epoch: int, origin: AppendOrigin, log_append_time: int | None) -> LogAppendInfo:
+    def _append_as_leader(
+        self, view: memoryview, leader_epoch: int, origin: AppendOrigin, log_append_time: int | None, built: BuiltBatch | None = None
+    ) -> LogAppendInfo:
         config = self.config
         now = self._clock()
         append_time = -1
         if config.message_timestamp_type == LOG_APPEND_TIME:
             append_time = now if log_append_time is None else log_append_time
-        result = validate_and_assign_offsets(
-            view,
-            first_offset=self._log_end_offset,
-            config=config,
-            partition=self.dir.name,
-            now=now,
-            origin=origin,
-            leader_epoch=leader_epoch,
-            log_append_time=append_time,
-        )
+        result = None
+        if built is not None:
+            result = assign_offsets_to_built_batch(
+                built, first_offset=self._log_end_offset, config=config, now=now, origin=origin, leader_epoch=leader_epoch
+            )
+        if result is None:
+            result = validate_and_assign_offsets(
+                view,
+                first_offset=self._log_end_offset,
+                config=config,
+                partition=self.dir.name,
+                now=now,
+                origin=origin,
+                leader_epoch=leader_epoch,
+                log_append_time=append_time,
+            )
         size = len(result.records)
         self._check_segment_size(size)
         duplicate, staged = None, []

@@ -17,6 +17,12 @@ What a Produce request (or a coordinator) hands to ``Log.append`` for one partit
 Step 3 is the only one that reads past the 61-byte header. An uncompressed batch is walked from
 length prefix to length prefix, its offset deltas compared as bytes with their expected encoding,
 unless keys or timestamps must be seen; a compressed batch is decompressed once and decoded.
+
+A batch the broker built itself (``records.BuiltBatch``: the group coordinator's writes) carries
+what steps 1-3 would find out, so ``assign_offsets_to_built_batch`` checks those facts against the
+topic's rules and only does step 4. When a rule would need more than the facts (a null key on a
+compacted topic, a timestamp out of bounds, another codec, LogAppendTime, a batch over
+``max.message.bytes``) it declines and the batch takes the full path, which gives the exact error.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from kcli.storage.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
+    BuiltBatch,
     NewRecord,
     RecordBatch,
     RecordFields,
@@ -218,6 +225,61 @@ def validate_and_assign_offsets(
         records, first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, log_append_time,
         shallow_count, record_count, producer_batches, rebuilt,
     )
+
+
+_rules_by_config: dict[int, tuple[LogConfig, RecordRules]] = {}
+
+
+def _rules_of(config: LogConfig) -> RecordRules:
+    """``RecordRules.for_config(config, 0)``, derived once per config object (configs are frozen)."""
+    cached = _rules_by_config.get(id(config))
+    if cached is None or cached[0] is not config:
+        if len(_rules_by_config) >= 256:
+            _rules_by_config.clear()
+        cached = _rules_by_config[id(config)] = (config, RecordRules.for_config(config, 0))
+    return cached[1]
+
+
+def assign_offsets_to_built_batch(
+    batch: BuiltBatch,
+    *,
+    first_offset: int,
+    config: LogConfig,
+    now: int,
+    origin: AppendOrigin = AppendOrigin.CLIENT,
+    leader_epoch: int = -1,
+) -> ValidationResult | None:
+    """``validate_and_assign_offsets`` for a batch kcli built, from its facts instead of its records.
+
+    Writes ``first_offset`` and ``leader_epoch`` into the batch and returns what the full path
+    would; returns None, touching nothing, when the full path must decide (see the module
+    docstring), including whenever that path could fail.
+    """
+    count = batch.record_count
+    if count <= 0 or len(batch) > config.max_message_bytes:
+        return None
+    if origin == AppendOrigin.CLIENT and batch[:8] != _ZERO_OFFSET:
+        return None
+    codec = batch.compression
+    if config.compression_type != "producer" and target_compression(config.compression_type, codec) != codec:
+        return None
+    rules = _rules_of(config)
+    if rules.log_append_time or (rules.compacted and batch.null_keys):
+        return None
+    if rules.checks_timestamps and not (now - rules.before_max_ms <= batch.timestamp <= now + rules.after_max_ms):
+        return None
+    set_base_offset(batch, 0, first_offset)
+    set_partition_leader_epoch(batch, 0, leader_epoch)
+    last_offset = first_offset + count - 1
+    # As the full path sums up an append: a batch's max timestamp counts from above NO_TIMESTAMP.
+    if batch.timestamp > NO_TIMESTAMP:
+        max_timestamp, offset_of_max_timestamp = batch.timestamp, last_offset
+    else:
+        max_timestamp = offset_of_max_timestamp = NO_TIMESTAMP
+    return ValidationResult(batch, first_offset, last_offset, max_timestamp, offset_of_max_timestamp, -1, 1, count, [], False)
+
+
+_ZERO_OFFSET = bytes(8)
 
 
 class _Append(NamedTuple):

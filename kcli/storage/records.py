@@ -51,7 +51,7 @@ from crc32c import crc32c
 from kcli.errors import CorruptRecordError
 from kcli.storage.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType, compress, decompress
 from kcli.storage.record_runs import MIN_RUN, Run, decode_run
-from kcli.storage.varint import decode_varint, encode_varint
+from kcli.storage.varint import NULL_VARINT, SMALL_VARINTS, SMALL_VARINTS_LIMIT, decode_varint, encode_varint
 
 LOG_OVERHEAD = 12  # offset + size, in front of every batch and legacy message
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -591,6 +591,80 @@ def build_batch(
     buf[RECORD_BATCH_OVERHEAD:] = body
     _UINT32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
     return bytes(buf)
+
+
+class BuiltBatch(bytearray):
+    """A magic-2 batch kcli's own writer built (``build_internal_batch``), with what it knows of it.
+
+    Its records have offset deltas 0..n-1 and one CreateTime timestamp; it has no producer id, no
+    transactional or control flag, and its CRC covers what was built. The facts validation would
+    read back from the records (count, timestamp, whether a key is null, the codec) are kept beside
+    the bytes, so ``Log.append`` can give the batch its offsets without reading it again. Bytes
+    from the network never have this type. Only the base offset and the partition leader epoch,
+    both outside the CRC, may change after building.
+    """
+
+    __slots__ = ("record_count", "timestamp", "null_keys", "compression")
+
+    record_count: int
+    timestamp: int
+    null_keys: bool
+    compression: CompressionType
+
+
+_ZERO = b"\x00"
+_ZERO_ZERO = b"\x00\x00"
+
+
+def build_internal_batch(
+    entries: Sequence[tuple[bytes | None, bytes | None]], timestamp: int, compression: CompressionType | int = CompressionType.NONE
+) -> BuiltBatch:
+    """``build_batch`` of records given as ``(key, value)`` pairs that all have ``timestamp`` and
+    no headers (what a coordinator writes), byte for byte, as a ``BuiltBatch``: one pass, with
+    table lookups for the varints and no record objects."""
+    small = SMALL_VARINTS
+    limit = SMALL_VARINTS_LIMIT
+    parts: list[bytes] = []
+    extend = parts.extend
+    null_keys = False
+    count = 0
+    for key, value in entries:
+        if key is None:
+            key, key_length = b"", NULL_VARINT
+            null_keys = True
+            n = 0
+        else:
+            n = len(key)
+            key_length = small[n] if n < limit else encode_varint(n)
+        if value is None:
+            value, value_length = b"", NULL_VARINT
+        else:
+            m = len(value)
+            n += m
+            value_length = small[m] if m < limit else encode_varint(m)
+        offset = small[count] if count < limit else encode_varint(count)
+        # attributes, timestamp delta 0 and header count: one byte each
+        size = 3 + len(offset) + len(key_length) + len(value_length) + n
+        extend((small[size] if size < limit else encode_varint(size), _ZERO_ZERO, offset, key_length, key, value_length, value, _ZERO))
+        count += 1
+    if not count:
+        timestamp = NO_TIMESTAMP  # as build_batch heads an empty batch
+    codec = compression if type(compression) is CompressionType else CompressionType(compression)
+    body = b"".join(parts)
+    if codec:
+        body = compress(codec, body)
+    batch = BuiltBatch(RECORD_BATCH_OVERHEAD + len(body))
+    _HEADER.pack_into(
+        batch, 0, 0, len(batch) - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, 2, 0, int(codec) & _COMPRESSION_MASK,
+        count - 1 if count else 0, timestamp, timestamp, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, count,
+    )
+    batch[RECORD_BATCH_OVERHEAD:] = body
+    _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
+    batch.record_count = count
+    batch.timestamp = timestamp
+    batch.null_keys = null_keys
+    batch.compression = codec
+    return batch
 
 
 def control_record(control_type: ControlType, value: bytes | None, timestamp: int) -> NewRecord:

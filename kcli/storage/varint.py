@@ -25,6 +25,13 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
+# The encodings of 0 .. SMALL_VARINTS_LIMIT - 1 (one byte up to 63, two above), for writers of
+# small records: a lookup instead of a call per length and delta. -1 (a null) is NULL_VARINT.
+SMALL_VARINTS_LIMIT = 1024
+SMALL_VARINTS: tuple[bytes, ...] = tuple(encode_varint(n) for n in range(SMALL_VARINTS_LIMIT))
+NULL_VARINT = encode_varint(-1)
+
+
 def encode_unsigned_varint(n: int) -> bytes:
     """Plain unsigned varint (no zig-zag), as flexible protocol versions use."""
     out = bytearray()

@@ -19,6 +19,7 @@ from kcli.errors import ErrorCode, KafkaError
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
+from kcli.storage.records import build_batch, iter_batches
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,20 +34,21 @@ CONFIG = GroupConfig(
 )
 
 
-class LogWriter:
-    """The offsets partitions as real logs in a directory (what ``OffsetsTopicWriter`` wraps)."""
+class LogWriter(store.OffsetsTopicWriter):
+    """``OffsetsTopicWriter`` over real logs in a directory instead of the broker's partitions."""
 
-    def __init__(self, directory, partitions=range(PARTITIONS)) -> None:
+    def __init__(self, directory, partitions=range(PARTITIONS), compression=CompressionType.NONE) -> None:
+        super().__init__(None, compression)
         self.logs = {p: Log.open(directory / f"__consumer_offsets-{p}") for p in partitions}
         self.fail_with: ErrorCode | None = None
 
     def log(self, partition):
         return self.logs.get(partition)
 
-    def append(self, partition, records):
+    def append_batch(self, partition, batch):
         if self.fail_with is not None:
             raise KafkaError(self.fail_with)
-        return self.logs[partition].append(store.build_records(records, CompressionType.NONE), origin="coordinator").first_offset
+        return self.logs[partition].append(batch, origin="coordinator").first_offset
 
     def records(self, partition):
         return [(r.key, r.value) for batch in store.read_batches(self.logs[partition], 1 << 20) for r in batch.records()]
@@ -491,3 +493,66 @@ def test_expiry_removes_offsets_and_the_empty_group(tmp_path):
             await c.shutdown()
 
     asyncio.run(main())
+
+
+def test_commits_are_stored_as_the_batch_of_their_records(tmp_path):
+    """What a commit writes is byte for byte ``build_batch`` of ``offset_commit_record``s (the
+    offsets topic's codec, CreateTime, no producer), with the log's offsets, and each committed
+    offset remembers the base offset of its batch."""
+    now = 1_700_000_000_000
+    writer = LogWriter(tmp_path, compression=CompressionType.LZ4)
+
+    async def main():
+        c = GroupCoordinator(CONFIG, writer, time_ms=lambda: now)
+        c.startup(range(PARTITIONS))
+        try:
+            partition = c.partition_for("g")
+            for round_ in range(3):
+                offsets = {("t", p): OffsetAndMetadata(100 * round_ + p, p % 2 or None, "m" * p, now - p) for p in range(8)}
+                result = await c.commit_offsets("g", "", None, -1, offsets)
+                assert result == dict.fromkeys(offsets, ErrorCode.NONE)
+                log = writer.logs[partition]
+                data = b"".join(s.log.path.read_bytes() for s in log.segments)
+                batch = list(iter_batches(data))[-1]
+                expected = bytearray(build_batch([store.offset_commit_record("g", tp, v, now) for tp, v in offsets.items()], compression=CompressionType.LZ4))
+                expected[:8] = (8 * round_).to_bytes(8, "big")  # base offset and leader epoch (0): outside the CRC
+                expected[12:16] = bytes(4)
+                assert bytes(batch.buffer[batch.position : batch.position + batch.size_in_bytes]) == bytes(expected)
+                assert {tp: committed.record_offset for tp, committed in c._groups["g"].offsets.items()} == dict.fromkeys(offsets, 8 * round_)
+                assert log.log_end_offset == 8 * (round_ + 1)
+        finally:
+            await c.shutdown()
+
+    asyncio.run(main())
+
+
+def test_metadata_is_measured_in_utf16_units_and_only_fitting_commits_are_stored(tmp_path):
+    async def scenario(c, w):
+        offsets = {
+            ("t", 0): OffsetAndMetadata(1, None, "x" * 16, 0),  # 16 units: fits
+            ("t", 1): OffsetAndMetadata(2, None, "x" * 17, 0),
+            ("t", 2): OffsetAndMetadata(3, None, "\U0001d11e" * 8, 0),  # 8 characters, 16 units: fits
+            ("t", 3): OffsetAndMetadata(4, None, "\U0001d11e" * 9, 0),  # 9 characters, 18 units
+            ("t", 4): OffsetAndMetadata(5, None, "é" * 16, 0),  # 16 units, 32 UTF-8 bytes: fits
+        }
+        result = await c.commit_offsets("g", "", None, -1, offsets)
+        assert result == {
+            ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE, ("t", 2): ErrorCode.NONE,
+            ("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE, ("t", 4): ErrorCode.NONE,
+        }
+        assert list(result) == list(offsets)
+        stored = [cr.decode_offsets_key(k)[2]["Partition"] for k, _ in w.records(c.partition_for("g"))]
+        assert stored == [0, 2, 4]
+        fetched = (await c.fetch_offsets("g", False, None))[1]
+        assert [(f.partition, f.offset) for f in fetched] == [(0, 1), (2, 3), (4, 5)]
+        only_large = {("t", 1): OffsetAndMetadata(9, None, "y" * 40, 0)}
+        assert await c.commit_offsets("g", "", None, -1, only_large) == {("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        # Fewer characters than the limit, more UTF-16 units than it.
+        only_wide = {("t", 3): OffsetAndMetadata(9, None, "\U0001d11e" * 9, 0)}
+        assert await c.commit_offsets("g", "", None, -1, only_wide) == {("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        assert len(w.records(c.partition_for("g"))) == 3
+        w.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        failed = await c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(7, None, "", 0), ("t", 1): OffsetAndMetadata(7, None, "z" * 17, 0)})
+        assert failed == {("t", 0): ErrorCode.NOT_COORDINATOR, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+
+    run(scenario, tmp_path)

@@ -10,6 +10,7 @@ from kcli.broker.groups import store
 from kcli.broker.groups.group import ClassicGroup, GroupState
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
+from kcli.errors import ErrorCode, KcliError
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
@@ -21,6 +22,7 @@ from kcli.storage.records import (
     build_batch,
     control_record,
     end_txn_marker_value,
+    iter_batches,
 )
 
 
@@ -152,3 +154,116 @@ def test_replay_skips_undecodable_records_and_keeps_the_rest(tmp_path):
     replayed = store.replay(store.read_batches(log, 1 << 20))
     assert replayed.skipped == 1 and replayed.records == 1
     assert replayed.offsets[("g", "t", 0)].value.offset == 3
+
+
+# -- the offset commit batch and the writer -------------------------------------------------------
+
+COMMITS = {
+    ("orders", 0): OffsetAndMetadata(1234, 5, "", 1700000000000),
+    ("orders", 1): OffsetAndMetadata(0, None, "meta", 1700000000001),
+    ("payments-" + "x" * 60, 70000): OffsetAndMetadata(2**40, 0, "naïve ✓ 𝄞", 1700000000002),
+    ("expiring", 3): OffsetAndMetadata(7, None, "", 1700000000003, expire_timestamp=1700000900000),
+    ("long", 4): OffsetAndMetadata(9, 2, "m" * 3000, 1700000000004),
+}
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD])
+def test_the_offset_commit_batch_is_the_batch_of_its_records(codec):
+    for count in (1, 2, len(COMMITS)):
+        offsets = dict(list(COMMITS.items())[:count])
+        expected = build_batch([store.offset_commit_record("grp", tp, value, 1700000000009) for tp, value in offsets.items()], compression=codec)
+        assert bytes(store.offset_commit_batch("grp", offsets, 1700000000009, codec)) == expected
+    records = RecordBatch(store.offset_commit_batch("grp", COMMITS, 1700000000009, codec)).records()
+    assert [cr.decode_offset_commit_value(r.value)[0] for r in records] == [3, 3, 3, 1, 3]
+
+
+def test_group_records_and_tombstones_are_built_batches_with_build_batch_bytes():
+    group = ClassicGroup("payments", state=GroupState.STABLE, current_state_timestamp=5, generation_id=4)
+    group.add(_member("m1", [("range", _subscription("a"))]))
+    group.protocol_name = "range"
+    records = [store.group_metadata_record(group, {"m1": b"\x01"}, 5), store.offset_tombstone("payments", ("a", 0), 5), store.group_tombstone("payments", 5)]
+    built = store.build_records(records, CompressionType.LZ4)
+    assert bytes(built) == build_batch(records, compression=CompressionType.LZ4)
+    assert (built.record_count, built.null_keys, built.timestamp) == (3, False, 5)
+    with pytest.raises(ValueError, match="share a timestamp"):
+        store.build_records([*records, store.group_tombstone("payments", 6)], CompressionType.NONE)
+
+
+class _Partitions:
+    """The replica manager as the writer sees it: one hosted partition, and the wake-ups it asks for."""
+
+    def __init__(self, partition) -> None:
+        self.partition = partition
+        self.notified = []
+
+    def get(self, topic, index):
+        return self.partition if (topic, index) == ("__consumer_offsets", self.partition.index) else None
+
+    def notify(self, key):
+        self.notified.append(key)
+
+
+def _hosted(tmp_path, partition=3, **config):
+    from kcli.broker.replica_manager import Partition
+    from kcli.storage.log_config import LogConfig
+
+    log = Log.open(tmp_path / f"__consumer_offsets-{partition}", LogConfig(cleanup_policy=("compact",), **config))
+    return Partition("__consumer_offsets", partition, None, log, leader_epoch=6, replicas=[1], isr=[1], broker_id=1)
+
+
+def test_the_writer_appends_commits_without_validating_and_moves_the_high_watermark(tmp_path, monkeypatch):
+    from kcli.storage import log as log_module
+
+    monkeypatch.setattr(log_module, "validate_and_assign_offsets", lambda *a, **k: pytest.fail("a coordinator batch was validated again"))
+    hosted = _hosted(tmp_path)
+    partitions = _Partitions(hosted)
+    writer = store.OffsetsTopicWriter(partitions, CompressionType.GZIP)
+    first = writer.append_offset_commits(3, "grp", COMMITS, 1700000000009)
+    second = writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1300, 5, "", 1700000000010)}, 1700000000010)
+    tombstone = writer.append(3, [store.offset_tombstone("grp", ("orders", 1), 1700000000011)])
+    assert (first, second, tombstone) == (0, 5, 6)
+    assert hosted.log.log_end_offset == hosted.high_watermark == 7
+    assert partitions.notified == [("__consumer_offsets", 3)] * 3
+    stored = list(iter_batches(b"".join(s.log.path.read_bytes() for s in hosted.log.segments)))
+    expected = bytearray(build_batch([store.offset_commit_record("grp", tp, v, 1700000000009) for tp, v in COMMITS.items()], compression=CompressionType.GZIP))
+    expected[12:16] = struct.pack(">i", 6)  # the partition leader epoch, outside the CRC
+    assert bytes(stored[0].buffer[: stored[0].size_in_bytes]) == bytes(expected)
+    assert [(b.base_offset, b.partition_leader_epoch, b.compression) for b in stored] == [(0, 6, CompressionType.GZIP), (5, 6, CompressionType.GZIP), (6, 6, CompressionType.GZIP)]
+    for batch in stored:
+        batch.validate()
+    replayed = store.replay(store.read_batches(hosted.log, 1 << 20))
+    assert replayed.offsets[("grp", "orders", 0)] == CommittedOffset(OffsetAndMetadata(1300, 5, "", 1700000000010), 5)
+    assert ("grp", "orders", 1) not in replayed.offsets
+    assert replayed.offsets[("grp", "expiring", 3)].value == COMMITS[("expiring", 3)]
+    assert replayed.offsets[("grp", "payments-" + "x" * 60, 70000)].value.metadata == "naïve ✓ 𝄞"
+    assert replayed.records == 7 and replayed.skipped == 0
+
+
+def test_the_writer_answers_the_partitions_errors(tmp_path):
+    hosted = _hosted(tmp_path, min_insync_replicas=2)
+    writer = store.OffsetsTopicWriter(_Partitions(hosted), CompressionType.NONE)
+    with pytest.raises(KcliError) as isr:
+        writer.append_offset_commits(3, "grp", COMMITS, 1)
+    assert store.append_error(isr.value, offsets=True) is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    with pytest.raises(KcliError) as elsewhere:
+        writer.append_offset_commits(4, "grp", COMMITS, 1)
+    assert store.append_error(elsewhere.value, offsets=True) is ErrorCode.NOT_COORDINATOR
+    small = _hosted(tmp_path / "small", max_message_bytes=200)
+    with pytest.raises(KcliError) as too_large:
+        store.OffsetsTopicWriter(_Partitions(small), CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1)
+    assert store.append_error(too_large.value, offsets=True) is ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    assert hosted.log.log_end_offset == small.log.log_end_offset == 0
+
+
+def test_written_commits_print_with_the_offsets_decoder(tmp_path, kcli_run):
+    hosted = _hosted(tmp_path)
+    writer = store.OffsetsTopicWriter(_Partitions(hosted), CompressionType.NONE)
+    writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1234, 5, "m", 1700000000000)}, 1700000000009)
+    hosted.log.flush()
+    code, out, err = kcli_run("dump-log-segments", "--offsets-decoder", "--files", str(hosted.log.segments[0].log.path))
+    assert code == 0 and err == []
+    assert out[-1] == (
+        '| offset: 0 CreateTime: 1700000000009 keySize: 19 valueSize: 25 sequence: -1 headerKeys: [] '
+        'key: {"type":"1","data":{"group":"grp","topic":"orders","partition":0}} '
+        'payload: {"version":"3","data":{"offset":1234,"leaderEpoch":5,"metadata":"m","commitTimestamp":1700000000000}}'
+    )

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -168,6 +169,10 @@ EMPTY_SUMMARY = GroupSummary("", "", "")
 DEAD_SUMMARY = GroupSummary(str(GroupState.DEAD), "", "")
 
 
+# Every request of a group maps its id to a partition; Java's String.hashCode is a loop in Python.
+_partition_for = functools.lru_cache(maxsize=65536)(partition_for)
+
+
 class GroupCoordinator:
     def __init__(self, config: GroupConfig, writer: Any, *, time_ms: Callable[[], int] = now_ms) -> None:
         """``writer`` appends to and reads the offsets partitions (``store.OffsetsTopicWriter``)."""
@@ -225,7 +230,7 @@ class GroupCoordinator:
         return self._spawn(coroutine)
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.config.offsets_partitions)
+        return _partition_for(group_id, self.config.offsets_partitions)
 
     def is_loaded(self, partition: int) -> bool:
         return partition in self._owned
@@ -966,27 +971,36 @@ class GroupCoordinator:
 
     def _store_offsets(self, group: ClassicGroup, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, ErrorCode]:
         limit = self.config.offset_metadata_max_bytes
-        valid = {tp: value for tp, value in offsets.items() if metadata_fits(value.metadata, limit)}
-        result = dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        # A string of n characters is n to 2n UTF-16 units long: only a longer one is measured.
+        half = limit // 2
+        valid = offsets
+        for value in offsets.values():
+            metadata = value.metadata
+            if metadata is not None and len(metadata) > half:
+                valid = {tp: value for tp, value in offsets.items() if metadata_fits(value.metadata, limit)}
+                break
         if not valid:
-            return result
-        timestamp = self._time_ms()
-        records = [store.offset_commit_record(group.group_id, tp, value, timestamp) for tp, value in valid.items()]
+            return dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
         try:
-            base_offset = self._writer.append(self.partition_for(group.group_id), records)
+            base_offset = self._writer.append_offset_commits(self.partition_for(group.group_id), group.group_id, valid, self._time_ms())
         except KcliError as e:
-            error = store.append_error(e, offsets=True)
             log.debug("Offset commit of group %s failed when appending to log: %s", group.group_id, e)
-            result.update(dict.fromkeys(valid, error))
-            return result
+            return self._offset_results(offsets, valid, store.append_error(e, offsets=True))
         except Exception:
             log.exception("Offset commit of group %s failed when appending to log", group.group_id)
-            result.update(dict.fromkeys(valid, ErrorCode.UNKNOWN_SERVER_ERROR))
-            return result
+            return self._offset_results(offsets, valid, ErrorCode.UNKNOWN_SERVER_ERROR)
         if not group.is_(GroupState.DEAD):
             for tp, value in valid.items():
                 group.put_offset(tp, CommittedOffset(value, base_offset))
-        result.update(dict.fromkeys(valid, ErrorCode.NONE))
+        return self._offset_results(offsets, valid, ErrorCode.NONE)
+
+    @staticmethod
+    def _offset_results(offsets: Mapping[TopicPartition, OffsetAndMetadata], valid: Mapping[TopicPartition, OffsetAndMetadata], error: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+        """``error`` for the partitions written (or not), OFFSET_METADATA_TOO_LARGE for the others."""
+        if valid is offsets:
+            return dict.fromkeys(offsets, error)
+        result = dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        result.update(dict.fromkeys(valid, error))
         return result
 
     async def fetch_offsets(self, group_id: str, require_stable: bool, partitions: list[TopicPartition] | None) -> tuple[ErrorCode, list[FetchedOffset]]:

@@ -12,9 +12,13 @@ Kafka 3.9's classic coordinator writes, as version-prefixed keys and values
 
 Each write is one magic-2 batch, CreateTime, no producer id, compressed with
 ``offsets.topic.compression.codec``, appended through the partition like a produce with
-acks=all. Replay reads a partition from its log start to its end and keeps, per key, the last
-record: a tombstone removes. Transactional commits wait for their producer's COMMIT marker (an
-ABORT drops them), as Kafka's loader does.
+acks=all. The batch is a ``records.BuiltBatch`` (the bytes ``build_batch`` would write, with what
+its builder knows of them), so the log gives it offsets without reading its records again; an
+offset commit's records are encoded straight into it (``offset_commit_batch``).
+
+Replay reads a partition from its log start to its end and keeps, per key, the last record: a
+tombstone removes. Transactional commits wait for their producer's COMMIT marker (an ABORT drops
+them), as Kafka's loader does.
 """
 
 from __future__ import annotations
@@ -32,7 +36,15 @@ from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import coordinator_records as records_schema
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
-from kcli.storage.records import ControlType, NewRecord, build_batch, iter_batches, parse_control_record
+from kcli.storage.records import (
+    NO_TIMESTAMP,
+    BuiltBatch,
+    ControlType,
+    NewRecord,
+    build_internal_batch,
+    iter_batches,
+    parse_control_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +64,23 @@ def offset_commit_record(group_id: str, tp: TopicPartition, value: OffsetAndMeta
         expire_timestamp=value.expire_timestamp,
     )
     return NewRecord(key, encoded, timestamp)
+
+
+def offset_commit_batch(
+    group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], timestamp: int, compression: CompressionType
+) -> BuiltBatch:
+    """The batch of ``offset_commit_record`` for each of ``offsets``, in order, built in one pass
+    (byte for byte what ``build_records`` makes of those records)."""
+    key = records_schema.encode_offset_commit_key
+    value = records_schema.encode_offset_commit_value
+    return build_internal_batch(
+        [
+            (key(group_id, topic, partition), value(offset, metadata, committed, -1 if epoch is None else epoch, expire))
+            for (topic, partition), (offset, epoch, metadata, committed, expire) in offsets.items()
+        ],
+        timestamp,
+        compression,
+    )
 
 
 def offset_tombstone(group_id: str, tp: TopicPartition, timestamp: int) -> NewRecord:
@@ -88,8 +117,13 @@ def group_tombstone(group_id: str, timestamp: int) -> NewRecord:
     return NewRecord(records_schema.encode_group_metadata_key(group_id), None, timestamp)
 
 
-def build_records(records: list[NewRecord], compression: CompressionType) -> bytes:
-    return build_batch(records, compression=compression)
+def build_records(records: list[NewRecord], compression: CompressionType) -> BuiltBatch:
+    """One batch of ``records`` (the coordinator's: one timestamp, no headers): the bytes
+    ``build_batch`` writes, as a ``BuiltBatch`` the log appends without reading it again."""
+    timestamp = records[0].timestamp if records else NO_TIMESTAMP
+    if any(r.timestamp != timestamp or r.headers for r in records):
+        raise ValueError("the records of one coordinator write share a timestamp and have no headers")
+    return build_internal_batch([(r.key, r.value) for r in records], timestamp, compression)
 
 
 class OffsetsTopicWriter:
@@ -105,10 +139,19 @@ class OffsetsTopicWriter:
 
     def append(self, partition: int, records: list[NewRecord]) -> int:
         """Write one batch; returns its base offset. Raises KafkaError with the log's error."""
+        return self.append_batch(partition, build_records(records, self.compression))
+
+    def append_offset_commits(self, partition: int, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], timestamp: int) -> int:
+        """Write the group's commits as one batch (``offset_commit_batch``); returns its base offset."""
+        return self.append_batch(partition, offset_commit_batch(group_id, offsets, timestamp, self.compression))
+
+    def append_batch(self, partition: int, batch: BuiltBatch) -> int:
+        """Append a batch built here through the partition, as a produce with acks=all; returns its
+        base offset. Raises KafkaError with the log's error."""
         hosted = self.replica_manager.get(GROUP_METADATA_TOPIC_NAME, partition)
         if hosted is None:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not hosted here")
-        info = hosted.append(build_records(records, self.compression), -1)
+        info = hosted.append(batch, -1)
         self.replica_manager.notify((GROUP_METADATA_TOPIC_NAME, partition))
         return info.first_offset
 
