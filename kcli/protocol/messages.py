@@ -68,6 +68,7 @@ def has_version(api_key: int, version: int) -> bool:
     return True
 
 
+@functools.cache
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether this version uses compact encodings and tagged fields (request header v2)."""
     return bool(request_type(api_key, version).__flexible__)
