@@ -226,9 +226,9 @@ def _primitive(kafka_type: str, flexible: bool, nullable: bool) -> Write:
     if kafka_type == "uuid":
         return _uuid
     if kafka_type == "string":
-        return _compact_text(nullable) if flexible else _legacy_string(nullable)
+        return _compact_text(nullable) if flexible else _legacy_text(nullable, _pack_i16)
     if kafka_type in ("bytes", "records"):
-        return _compact_text(nullable) if flexible else _legacy_bytes(nullable)
+        return _compact_text(nullable) if flexible else _legacy_text(nullable, _pack_i32)
     raise TypeError(f"no writer for Kafka type {kafka_type!r}")
 
 
@@ -275,6 +275,8 @@ def _uuid(out: bytearray, value: uuid.UUID | None) -> None:
 
 
 def _compact_text(nullable: bool) -> Write:
+    """A string or bytes field of a flexible version (unsigned varint length + 1, 0 for null)."""
+
     def write_compact(out: bytearray, value: Any) -> None:
         if value is None:
             if not nullable:
@@ -293,28 +295,19 @@ _pack_i16 = struct.Struct(">h").pack
 _pack_i32 = struct.Struct(">i").pack
 
 
-def _legacy_string(nullable: bool) -> Write:
-    def write_string(out: bytearray, value: Any) -> None:
+def _legacy_text(nullable: bool, pack_length: Callable[[int], bytes]) -> Write:
+    """A string (int16 length) or bytes (int32 length) of a version that is not flexible."""
+    null = pack_length(-1)
+
+    def write_legacy(out: bytearray, value: Any) -> None:
         if value is None:
             if not nullable:
-                raise TypeError("a string that is not nullable is None")
-            out += b"\xff\xff"
+                raise TypeError("a string or bytes field that is not nullable is None")
+            out += null
             return
-        encoded = value.encode()
-        out += _pack_i16(len(encoded))
-        out += encoded
-
-    return write_string
-
-
-def _legacy_bytes(nullable: bool) -> Write:
-    def write_bytes(out: bytearray, value: Any) -> None:
-        if value is None:
-            if not nullable:
-                raise TypeError("bytes that are not nullable are None")
-            out += b"\xff\xff\xff\xff"
-            return
-        out += _pack_i32(len(value))
+        if isinstance(value, str):
+            value = value.encode()
+        out += pack_length(len(value))
         out += value
 
-    return write_bytes
+    return write_legacy

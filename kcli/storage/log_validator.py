@@ -227,19 +227,6 @@ def validate_and_assign_offsets(
     )
 
 
-_rules_by_config: dict[int, tuple[LogConfig, RecordRules]] = {}
-
-
-def _rules_of(config: LogConfig) -> RecordRules:
-    """``RecordRules.for_config(config, 0)``, derived once per config object (configs are frozen)."""
-    cached = _rules_by_config.get(id(config))
-    if cached is None or cached[0] is not config:
-        if len(_rules_by_config) >= 256:
-            _rules_by_config.clear()
-        cached = _rules_by_config[id(config)] = (config, RecordRules.for_config(config, 0))
-    return cached[1]
-
-
 def assign_offsets_to_built_batch(
     batch: BuiltBatch,
     *,
@@ -263,7 +250,7 @@ def assign_offsets_to_built_batch(
     codec = batch.compression
     if config.compression_type != "producer" and target_compression(config.compression_type, codec) != codec:
         return None
-    rules = _rules_of(config)
+    rules = RecordRules.for_config(config, now)
     if rules.log_append_time or (rules.compacted and batch.null_keys):
         return None
     if rules.checks_timestamps and not (now - rules.before_max_ms <= batch.timestamp <= now + rules.after_max_ms):
