@@ -62,7 +62,7 @@ from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
 from kcli.storage.compression import CompressionType, compress
 from kcli.storage.records import ATTRIBUTES_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, decode_record_fields
-from kcli.storage.varint import encode_varint
+from kcli.storage.varint import encode_unsigned_varint, encode_varint
 
 __all__ = ["Producer", "ProducerConfig", "RecordMetadata", "RecordFuture", "BufferFull", "PRODUCER_PROPERTIES"]
 
@@ -1374,17 +1374,6 @@ _PRODUCE_HEAD = struct.Struct(">hhi")  # null transactional id, acks, timeout (v
 _FLEXIBLE_PRODUCE_HEAD = struct.Struct(">Bhi")  # v9+: compact null transactional id
 
 
-def _unsigned_varint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def encode_produce_request(version: int, acks: int, timeout_ms: int, batches: Sequence[_Batch]) -> list[bytes]:
     """The body of a Produce request (v3+) carrying one batch per partition, as byte pieces.
 
@@ -1401,13 +1390,13 @@ def encode_produce_request(version: int, acks: int, timeout_ms: int, batches: Se
             group.append(batch)
     flexible = messages.is_flexible(PRODUCE, version)
     if flexible:
-        parts = [_FLEXIBLE_PRODUCE_HEAD.pack(0, acks, timeout_ms), _unsigned_varint(len(topics) + 1)]
+        parts = [_FLEXIBLE_PRODUCE_HEAD.pack(0, acks, timeout_ms), encode_unsigned_varint(len(topics) + 1)]
         for name, group in topics.items():
             raw = name.encode("utf-8")
-            parts.append(_unsigned_varint(len(raw) + 1) + raw + _unsigned_varint(len(group) + 1))
+            parts.append(encode_unsigned_varint(len(raw) + 1) + raw + encode_unsigned_varint(len(group) + 1))
             for batch in group:
                 payload = batch.payload
-                parts.append(_INT32.pack(batch.queue.partition) + _unsigned_varint(len(payload) + 1))
+                parts.append(_INT32.pack(batch.queue.partition) + encode_unsigned_varint(len(payload) + 1))
                 parts.append(payload)
                 parts.append(b"\x00")  # the partition's tagged fields
             parts.append(b"\x00")  # the topic's tagged fields

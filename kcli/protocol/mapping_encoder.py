@@ -32,6 +32,7 @@ from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, get_schema_field_type, is_optional
 
 from kcli.protocol import messages
+from kcli.storage.varint import encode_unsigned_varint
 
 Write = Callable[[bytearray, Any], None]
 
@@ -100,7 +101,7 @@ def writer(entity_type: type) -> Write:
                     pieces.append(_tagged_bytes(tag, write, value))
             elif absent is not None:
                 pieces.append(absent)
-        _uvarint(out, len(pieces))
+        out += encode_unsigned_varint(len(pieces))
         for piece in pieces:
             out += piece
 
@@ -145,17 +146,10 @@ def _bytes_of(write: Write, value: Any) -> bytes:
 def _tagged_bytes(tag: int, write: Write, value: Any) -> bytes:
     body = _bytes_of(write, value)
     out = bytearray()
-    _uvarint(out, tag)
-    _uvarint(out, len(body))
+    out += encode_unsigned_varint(tag)
+    out += encode_unsigned_varint(len(body))
     out += body
     return bytes(out)
-
-
-def _uvarint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 # -- fields ------------------------------------------------------------------------------------
@@ -179,7 +173,7 @@ def _array(item: Write, flexible: bool) -> Write:
                 return
             if not isinstance(items, (list, tuple)):
                 items = tuple(items)
-            _uvarint(out, len(items) + 1)
+            out += encode_unsigned_varint(len(items) + 1)
             for value in items:
                 item(out, value)
 
@@ -285,7 +279,7 @@ def _compact_text(nullable: bool) -> Write:
             return
         if isinstance(value, str):
             value = value.encode()
-        _uvarint(out, len(value) + 1)
+        out += encode_unsigned_varint(len(value) + 1)
         out += value
 
     return write_compact

@@ -34,6 +34,8 @@ NULL_VARINT = encode_varint(-1)
 
 def encode_unsigned_varint(n: int) -> bytes:
     """Plain unsigned varint (no zig-zag), as flexible protocol versions use."""
+    if n < 0x80:
+        return bytes((n,))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
