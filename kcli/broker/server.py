@@ -107,29 +107,44 @@ class Server:
     # -- one connection ----------------------------------------------------------------------------
 
     async def serve(self, connection: Connection) -> None:
-        """Answer one connection's requests in order until it closes or must be closed."""
+        """Answer the requests ``answer_now`` left to the connection's task, in order, until the
+        connection closes or must be closed."""
         task = asyncio.current_task()
         self._connections.add(task)
         try:
             while (frame := await connection.next_frame()) is not None:
                 self._begin()
                 try:
-                    response = await self._handle(frame, connection.peer)
+                    response = self._handle(frame, connection.peer)
+                    if asyncio.iscoroutine(response):
+                        response = await response
                     if response is not None:
                         await self._write(connection, response)
                 finally:
                     self._end()
-        except ConnectionError:
-            pass
-        except CloseConnection as e:
-            log.info("Closing connection from %s: %s", connection.peer, e)
         except asyncio.CancelledError:
             pass
-        except Exception:
-            log.exception("Closing connection from %s after an unexpected error", connection.peer)
+        except Exception as e:
+            _log_failure(connection, e)
         finally:
             self._connections.discard(task)
             connection.close()
+
+    def answer_now(self, connection: Connection, frame: bytes | memoryview) -> bool:
+        """Answer ``frame`` within this call when its API answers without waiting (every API but
+        Fetch, JoinGroup and SyncGroup): no task switch between reading a request and writing its
+        answer. False leaves the frame to the connection's task."""
+        api = self.registry.get(framing.peek_api_key(frame))
+        if api is None or api.waits:
+            return False
+        try:
+            response = self._handle(frame, connection.peer)
+            if response is not None:
+                connection.write(response[0] if len(response) == 1 else b"".join(map(_inline, response)))
+        except Exception as e:
+            _log_failure(connection, e)
+            connection.close()
+        return True
 
     def _begin(self) -> None:
         self._in_flight += 1
@@ -140,39 +155,46 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    async def _handle(self, frame: bytes | memoryview, peer: str) -> list[Any] | None:
-        """The response frame's chunks (size first), or None when nothing is to be sent."""
+    def _handle(self, frame: bytes | memoryview, peer: str) -> Any:
+        """The response frame's chunks (size first), None when nothing is to be sent, or, for a
+        handler that waits, a coroutine giving one of those."""
         try:
-            return await self._dispatch(frame, peer)
+            api_key, api_version, correlation_id = framing.peek_api(frame)
+            api = self.registry.get(api_key)
+            if api is None:
+                raise CloseConnection(f"unknown API key {api_key}")
+            if not api.serves(api_version):
+                if api_key == framing.API_VERSIONS_KEY:
+                    return self._unsupported_api_versions(correlation_id)
+                raise CloseConnection(f"{api.name} version {api_version} is not served (versions {api.min_version}-{api.max_version})")
+            flexible = messages.is_flexible(api_key, api_version)
+            header, body_offset = framing.decode_request_header(frame, flexible)
         except framing.InvalidRequest as e:
             raise CloseConnection(str(e)) from None
-
-    async def _dispatch(self, frame: bytes | memoryview, peer: str) -> list[Any] | None:
-        api_key, api_version, correlation_id = framing.peek_api(frame)
-        api = self.registry.get(api_key)
-        if api is None:
-            raise CloseConnection(f"unknown API key {api_key}")
-        if not api.serves(api_version):
-            if api_key == framing.API_VERSIONS_KEY:
-                return self._unsupported_api_versions(correlation_id)
-            raise CloseConnection(f"{api.name} version {api_version} is not served (versions {api.min_version}-{api.max_version})")
-        flexible = messages.is_flexible(api_key, api_version)
-        header, body_offset = framing.decode_request_header(frame, flexible)
         try:
             request = messages.decode_request(api_key, api_version, frame, body_offset)
         except Exception as e:
             raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
         ctx = RequestContext(self.broker, header, peer)
-        result = await api.handle(ctx, request)
+        result = api.handle(ctx, request)
+        if api.waits:
+            return self._respond_later(api, ctx, result)
+        return self._respond(api, ctx, result)
+
+    async def _respond_later(self, api: Api, ctx: RequestContext, pending: Any) -> list[Any] | None:
+        return self._respond(api, ctx, await pending)
+
+    def _respond(self, api: Api, ctx: RequestContext, result: Any) -> list[Any] | None:
         if ctx.close_connection:
             raise CloseConnection(f"{api.name} with acks=0 failed")
         if result is None:
             return None
-        response_flexible = flexible and api_key != framing.API_VERSIONS_KEY
-        head = framing.response_header(correlation_id, response_flexible)
+        header = ctx.header
+        response_flexible = messages.is_flexible(api.key, header.api_version) and api.key != framing.API_VERSIONS_KEY
+        head = framing.response_header(header.correlation_id, response_flexible)
         if isinstance(result, RawResponse):
             return [framing.frame_size(len(head) + result.size), head, *result.chunks]
-        body = mapping_encoder.encode_response(api_key, api_version, result)
+        body = mapping_encoder.encode_response(api.key, header.api_version, result)
         return [framing.frame_size(len(head) + len(body)) + head + body]
 
     def _unsupported_api_versions(self, correlation_id: int) -> list[Any]:
@@ -188,7 +210,7 @@ class Server:
             if isinstance(chunk, bytes):
                 pending.append(chunk)
             elif chunk.size < SENDFILE_MIN_BYTES:
-                pending.append(chunk.read())
+                pending.append(_inline(chunk))
             else:
                 if pending:
                     connection.write(b"".join(pending))
@@ -225,6 +247,11 @@ class Connection(FrameStream):
     # -- frames ------------------------------------------------------------------------------------
 
     def frame_received(self, body: bytes | memoryview) -> None:
+        # Answered at once only while the task waits for work and the answers drain: otherwise
+        # it would overtake the requests before it, or write past the transport's high-water mark.
+        idle = self._frame_waiter is not None and not self._frames and not self._writing_paused
+        if idle and self._server.answer_now(self, body):
+            return
         self._push(body, len(body))
 
     def size_refused(self, size: int) -> None:
@@ -270,6 +297,21 @@ class Connection(FrameStream):
 
 def api_ranges(registry: Mapping[int, Api]) -> list[dict[str, int]]:
     return [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version} for api in registry.values()]
+
+
+def _inline(chunk: Any) -> bytes:
+    """A response chunk as bytes: a file range is read."""
+    return chunk if isinstance(chunk, bytes) else chunk.read()
+
+
+def _log_failure(connection: Connection, exc: Exception) -> None:
+    """Why a connection is being closed, as Kafka logs it: a lost peer says nothing."""
+    if isinstance(exc, ConnectionError):
+        return
+    if isinstance(exc, CloseConnection):
+        log.info("Closing connection from %s: %s", connection.peer, exc)
+    else:
+        log.error("Closing connection from %s after an unexpected error", connection.peer, exc_info=exc)
 
 
 def _peer_name(peer: Any) -> str:

@@ -23,6 +23,7 @@ from kcli.protocol.request_check import MalformedRequest, tagged_section_end
 SIZE = struct.Struct(">i")
 _HEADER_FIXED = struct.Struct(">hhih")
 _PEEK = struct.Struct(">hhi")
+_API_KEY = struct.Struct(">h")
 _CORRELATION = struct.Struct(">i")
 API_VERSIONS_KEY = 18
 DEFAULT_MAX_REQUEST_SIZE = 104857600  # socket.request.max.bytes
@@ -47,6 +48,11 @@ def peek_api(frame: bytes | memoryview) -> tuple[int, int, int]:
     if len(frame) < 8:
         raise InvalidRequest(f"request of {len(frame)} bytes is shorter than a request header")
     return _PEEK.unpack_from(frame, 0)
+
+
+def peek_api_key(frame: bytes | memoryview) -> int | None:
+    """The api key of a request frame body; None when it is too short to have one."""
+    return _API_KEY.unpack_from(frame, 0)[0] if len(frame) >= 2 else None
 
 
 def decode_request_header(frame: bytes | memoryview, flexible: bool) -> tuple[RequestHeader, int]:

@@ -9,9 +9,9 @@ import pytest
 
 from kcli.storage.records import NewRecord, build_batch
 from broker_process import BrokerProcess
-from wire_client import WireClient, code
+from wire_client import WireClient, code, decode_response, encode_request, request_entity
 
-FETCH = 1
+FETCH, API_VERSIONS = 1, 18
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
 FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 70, 71
 
@@ -72,6 +72,24 @@ def test_a_long_poll_is_woken_by_a_produce_before_its_max_wait(broker):
         assert not waiter.is_alive()
         (partition,) = _partitions(answer["response"]).values()
         assert partition.high_watermark == 1 and b"wake up" in bytes(partition.records)
+
+
+def test_requests_pipelined_behind_a_waiting_fetch_are_answered_after_it(broker):
+    # ApiVersions and Produce are answered as soon as they are read when nothing is ahead of
+    # them; behind a fetch that waits they must wait their turn.
+    with _client(broker) as client:
+        client.create_topic("in-order")
+        fetch = request_entity(FETCH, 12, {"max_wait": 300, "min_bytes": 1, "max_bytes": 1 << 20, "session_epoch": -1,
+                                           "topics": [{"topic": "in-order", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        versions = request_entity(API_VERSIONS, 3, {"client_software_name": "kcli-tests", "client_software_version": "1"})
+        produce = request_entity(0, 9, {"acks": 1, "timeout": 10000, "topic_data": [{"name": "in-order", "partition_data": [{"index": 0, "records": _batch([b"late"])}]}]})
+        client.send_raw(encode_request(fetch, 101) + encode_request(versions, 102) + encode_request(produce, 103) + encode_request(versions, 104))
+        answers = [(101, FETCH, 12), (102, API_VERSIONS, 3), (103, 0, 9), (104, API_VERSIONS, 3)]
+        received = [decode_response(api_key, version, client.read_frame()) for _, api_key, version in answers]
+        assert [correlation_id for correlation_id, _ in received] == [101, 102, 103, 104]
+        (partition,) = _partitions(received[0][1]).values()
+        assert bytes(partition.records) == b""  # the produce behind the fetch did not reach it
+        assert code(received[2][1].responses[0].partition_responses[0].error_code) == NONE
 
 
 def test_max_wait_ends_a_fetch_that_gets_no_data(broker):

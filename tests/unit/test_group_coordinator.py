@@ -102,7 +102,7 @@ def test_single_member_join_sync_and_stored_group(tmp_path):
         assert joined.members == ((joined.member_id, None, subscription("t")),)
         synced = await c.sync_group("g", 1, joined.member_id, None, "consumer", "range", {joined.member_id: b"assigned"})
         assert synced == type(synced)(ErrorCode.NONE, "consumer", "range", b"assigned")
-        summary = (await c.describe_group("g"))[1]
+        summary = (c.describe_group("g"))[1]
         assert summary.state == "Stable" and summary.members[0].assignment == b"assigned"
         key, value = w.records(c.partition_for("g"))[-1]
         version, stored = cr.decode_group_metadata_value(value)
@@ -185,13 +185,13 @@ def test_heartbeat_errors_and_rebalance_signal(tmp_path):
     async def scenario(c, w):
         first = await join_new(c)
         await c.sync_group("g", 1, first.member_id, None, None, None, {})
-        assert await c.heartbeat("g", first.member_id, None, 1) is ErrorCode.NONE
-        assert await c.heartbeat("g", first.member_id, None, 0) is ErrorCode.ILLEGAL_GENERATION
-        assert await c.heartbeat("g", "nobody", None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
-        assert await c.heartbeat("unknown-group", "x", None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
+        assert c.heartbeat("g", first.member_id, None, 1) is ErrorCode.NONE
+        assert c.heartbeat("g", first.member_id, None, 0) is ErrorCode.ILLEGAL_GENERATION
+        assert c.heartbeat("g", "nobody", None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
+        assert c.heartbeat("unknown-group", "x", None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
         second = asyncio.ensure_future(join_new(c))
         await eventually(lambda: c._groups["g"].is_(GroupState.PREPARING_REBALANCE))
-        assert await c.heartbeat("g", first.member_id, None, 1) is ErrorCode.REBALANCE_IN_PROGRESS
+        assert c.heartbeat("g", first.member_id, None, 1) is ErrorCode.REBALANCE_IN_PROGRESS
         assert (await c.sync_group("g", 1, first.member_id, None, None, None, {})).error is ErrorCode.REBALANCE_IN_PROGRESS
         rejoined = await join(c, "g", first.member_id)
         assert (await second).generation_id == rejoined.generation_id == 2
@@ -220,7 +220,7 @@ def test_member_that_stops_heartbeating_is_removed_after_its_session_timeout(tmp
         group = c._groups["g"]
         await eventually(lambda: group.is_(GroupState.EMPTY))
         assert group.generation_id == 2 and not group.members
-        assert await c.heartbeat("g", first.member_id, None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
+        assert c.heartbeat("g", first.member_id, None, 1) is ErrorCode.UNKNOWN_MEMBER_ID
 
     run(scenario, tmp_path)
 
@@ -231,7 +231,7 @@ def test_heartbeats_keep_a_member_past_its_session_timeout(tmp_path):
         await c.sync_group("g", 1, first.member_id, None, None, None, {})
         deadline = asyncio.get_running_loop().time() + 0.6  # four session timeouts
         while asyncio.get_running_loop().time() < deadline:
-            assert await c.heartbeat("g", first.member_id, None, 1) is ErrorCode.NONE
+            assert c.heartbeat("g", first.member_id, None, 1) is ErrorCode.NONE
             await asyncio.sleep(0.03)
         assert c._groups["g"].is_(GroupState.STABLE)
 
@@ -286,7 +286,7 @@ def test_static_member_rejoins_without_rebalance_and_fences_its_old_id(tmp_path)
         assert (again.generation_id, again.skip_assignment, again.leader) == (1, True, again.member_id)
         group = c._groups["g"]
         assert group.state is GroupState.STABLE and group.generation_id == 1
-        assert await c.heartbeat("g", first.member_id, "i-1", 1) is ErrorCode.FENCED_INSTANCE_ID
+        assert c.heartbeat("g", first.member_id, "i-1", 1) is ErrorCode.FENCED_INSTANCE_ID
         synced = await c.sync_group("g", 1, again.member_id, "i-1", None, None, {})
         assert synced.assignment == b"p0"
         stored = cr.decode_group_metadata_value(w.records(c.partition_for("g"))[-1][1])[1]
@@ -305,13 +305,13 @@ def test_leave_group_rebalances_the_rest(tmp_path):
         for r in (a, b):
             asyncio.ensure_future(c.sync_group("g", 1, r.member_id, None, None, None, {}))
         await eventually(lambda: c._groups["g"].is_(GroupState.STABLE))
-        error, members = await c.leave_group("g", [(a.member_id, None, "bye"), ("nobody", None, None), ("", "no-such-instance", None)])
+        error, members = c.leave_group("g", [(a.member_id, None, "bye"), ("nobody", None, None), ("", "no-such-instance", None)])
         assert error is ErrorCode.NONE
         assert [e for _, _, e in members] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID]
         assert c._groups["g"].state is GroupState.PREPARING_REBALANCE
         rejoined = await join(c, "g", b.member_id)
         assert (rejoined.generation_id, rejoined.leader, len(rejoined.members)) == (2, b.member_id, 1)
-        assert await c.leave_group("unknown", [("x", None, None)]) == (ErrorCode.NONE, [("x", None, ErrorCode.UNKNOWN_MEMBER_ID)])
+        assert c.leave_group("unknown", [("x", None, None)]) == (ErrorCode.NONE, [("x", None, ErrorCode.UNKNOWN_MEMBER_ID)])
 
     run(scenario, tmp_path, config)
 
@@ -320,24 +320,24 @@ def test_offset_commits_and_fetches(tmp_path):
     async def scenario(c, w):
         value = OffsetAndMetadata(42, 3, "meta", c.now_ms())
         big = OffsetAndMetadata(1, None, "x" * 17, c.now_ms())
-        result = await c.commit_offsets("simple", "", None, -1, {("t", 0): value, ("t", 1): big})
+        result = c.commit_offsets("simple", "", None, -1, {("t", 0): value, ("t", 1): big})
         assert result == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
-        error, fetched = await c.fetch_offsets("simple", False, [("t", 0), ("t", 1), ("u", 0)])
+        error, fetched = c.fetch_offsets("simple", False, [("t", 0), ("t", 1), ("u", 0)])
         assert error is ErrorCode.NONE
         assert [(f.topic, f.partition, f.offset, f.leader_epoch, f.metadata) for f in fetched] == [
             ("t", 0, 42, 3, "meta"), ("t", 1, -1, None, ""), ("u", 0, -1, None, ""),
         ]
-        assert [(f.topic, f.partition) for f in (await c.fetch_offsets("simple", False, None))[1]] == [("t", 0)]
-        assert (await c.fetch_offsets("nobody", False, None)) == (ErrorCode.NONE, [])
-        assert (await c.commit_offsets("gone", "m", None, 3, {("t", 0): value})) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
+        assert [(f.topic, f.partition) for f in (c.fetch_offsets("simple", False, None))[1]] == [("t", 0)]
+        assert (c.fetch_offsets("nobody", False, None)) == (ErrorCode.NONE, [])
+        assert (c.commit_offsets("gone", "m", None, 3, {("t", 0): value})) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
 
         member = (await join_new(c, "live")).member_id
-        assert (await c.commit_offsets("live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.REBALANCE_IN_PROGRESS
+        assert (c.commit_offsets("live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.REBALANCE_IN_PROGRESS
         await c.sync_group("live", 1, member, None, None, None, {})
-        assert (await c.commit_offsets("live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.NONE
-        assert (await c.commit_offsets("live", member, None, 0, {("t", 0): value}))[("t", 0)] is ErrorCode.ILLEGAL_GENERATION
-        assert (await c.commit_offsets("live", "", None, -1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
-        assert (await c.commit_offsets("live", "other", None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
+        assert (c.commit_offsets("live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.NONE
+        assert (c.commit_offsets("live", member, None, 0, {("t", 0): value}))[("t", 0)] is ErrorCode.ILLEGAL_GENERATION
+        assert (c.commit_offsets("live", "", None, -1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
+        assert (c.commit_offsets("live", "other", None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
         key, stored = w.records(c.partition_for("live"))[-1]
         assert cr.decode_offsets_key(key)[2] == {"Group": "live", "Topic": "t", "Partition": 0}
         assert cr.decode_offset_commit_value(stored)[1]["Offset"] == 42
@@ -347,29 +347,29 @@ def test_offset_commits_and_fetches(tmp_path):
 
 def test_failed_append_answers_the_converted_error_and_keeps_the_old_offset(tmp_path):
     async def scenario(c, w):
-        await c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
+        c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
         w.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        result = await c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(2, None, "", 0)})
+        result = c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(2, None, "", 0)})
         assert result == {("t", 0): ErrorCode.NOT_COORDINATOR}
         w.fail_with = ErrorCode.RECORD_LIST_TOO_LARGE
-        result = await c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(3, None, "", 0)})
+        result = c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(3, None, "", 0)})
         assert result == {("t", 0): ErrorCode.INVALID_COMMIT_OFFSET_SIZE}
-        assert (await c.fetch_offsets("g", False, [("t", 0)]))[1][0].offset == 1
+        assert (c.fetch_offsets("g", False, [("t", 0)]))[1][0].offset == 1
 
     run(scenario, tmp_path)
 
 
 def test_delete_groups(tmp_path):
     async def scenario(c, w):
-        await c.commit_offsets("empty", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
+        c.commit_offsets("empty", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
         member = (await join_new(c, "busy")).member_id
-        results = await c.delete_groups(["empty", "busy", "missing", "empty"])
+        results = c.delete_groups(["empty", "busy", "missing", "empty"])
         assert results == {"empty": ErrorCode.NONE, "busy": ErrorCode.NON_EMPTY_GROUP, "missing": ErrorCode.GROUP_ID_NOT_FOUND}
-        assert (await c.fetch_offsets("empty", False, [("t", 0)]))[1][0].offset == -1
+        assert (c.fetch_offsets("empty", False, [("t", 0)]))[1][0].offset == -1
         assert w.records(c.partition_for("empty"))[-1] == (cr.encode_offset_commit_key("empty", "t", 0), None)
-        assert (await c.describe_group("empty")) == (ErrorCode.NONE, None)
-        await c.leave_group("busy", [(member, None, None)])
-        assert (await c.delete_groups(["busy"])) == {"busy": ErrorCode.NONE}
+        assert (c.describe_group("empty")) == (ErrorCode.NONE, None)
+        c.leave_group("busy", [(member, None, None)])
+        assert (c.delete_groups(["busy"])) == {"busy": ErrorCode.NONE}
         # A group that had a generation also gets a metadata tombstone.
         assert w.records(c.partition_for("busy"))[-1] == (cr.encode_group_metadata_key("busy"), None)
 
@@ -381,11 +381,11 @@ def test_offset_delete_refuses_subscribed_topics_of_an_active_consumer_group(tmp
         member = (await join_new(c, protocols=[("range", subscription("t"))])).member_id
         await c.sync_group("g", 1, member, None, None, None, {})
         commits = {("t", 0): OffsetAndMetadata(1, None, "", 0), ("u", 0): OffsetAndMetadata(2, None, "", 0)}
-        await c.commit_offsets("g", member, None, 1, commits)
-        error, results = await c.delete_offsets("g", [("t", 0), ("u", 0)])
+        c.commit_offsets("g", member, None, 1, commits)
+        error, results = c.delete_offsets("g", [("t", 0), ("u", 0)])
         assert (error, results) == (ErrorCode.NONE, {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): ErrorCode.NONE})
-        assert [f.offset for f in (await c.fetch_offsets("g", False, [("t", 0), ("u", 0)]))[1]] == [1, -1]
-        assert await c.delete_offsets("missing", [("t", 0)]) == (ErrorCode.GROUP_ID_NOT_FOUND, {})
+        assert [f.offset for f in (c.fetch_offsets("g", False, [("t", 0), ("u", 0)]))[1]] == [1, -1]
+        assert c.delete_offsets("missing", [("t", 0)]) == (ErrorCode.GROUP_ID_NOT_FOUND, {})
 
     run(scenario, tmp_path)
 
@@ -394,7 +394,7 @@ def test_list_and_describe(tmp_path):
     async def scenario(c, w):
         member = (await join_new(c, "a")).member_id
         await c.sync_group("a", 1, member, None, None, None, {member: b"z"})
-        await c.commit_offsets("b", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
+        c.commit_offsets("b", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
         error, groups = c.list_groups()
         assert error is ErrorCode.NONE
         assert sorted((g.group_id, g.protocol_type, g.state, g.group_type) for g in groups) == [
@@ -403,10 +403,10 @@ def test_list_and_describe(tmp_path):
         assert [g.group_id for g in c.list_groups(states=["stable"])[1]] == ["a"]
         assert c.list_groups(types=["consumer"])[1] == []
         assert len(c.list_groups(types=["Classic"])[1]) == 2
-        error, summary = await c.describe_group("a")
+        error, summary = c.describe_group("a")
         assert (summary.state, summary.protocol_type, summary.protocol) == ("Stable", "consumer", "range")
         assert (summary.members[0].client_host, summary.members[0].metadata, summary.members[0].assignment) == ("/127.0.0.1", subscription("t"), b"z")
-        assert (await c.describe_group("")) == (ErrorCode.NONE, None)  # the empty id is valid here, and unknown
+        assert (c.describe_group("")) == (ErrorCode.NONE, None)  # the empty id is valid here, and unknown
 
     run(scenario, tmp_path)
 
@@ -421,14 +421,14 @@ def test_requests_for_partitions_not_led_or_loading(tmp_path):
         coordinator.startup([p for p in range(PARTITIONS) if p != partition])
         try:
             assert (await join(coordinator, group)).error is ErrorCode.NOT_COORDINATOR
-            assert (await coordinator.fetch_offsets(group, False, None))[0] is ErrorCode.NOT_COORDINATOR
+            assert (coordinator.fetch_offsets(group, False, None))[0] is ErrorCode.NOT_COORDINATOR
             coordinator.on_election(partition)  # a non-empty log: loaded off the event loop
             assert (await join(coordinator, group)).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-            assert await coordinator.heartbeat(group, "m", None, 1) is ErrorCode.NONE
+            assert coordinator.heartbeat(group, "m", None, 1) is ErrorCode.NONE
             assert (await coordinator.sync_group(group, 1, "m", None, None, None, {})).error is ErrorCode.REBALANCE_IN_PROGRESS
             assert coordinator.list_groups()[0] is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             await eventually(lambda: coordinator.is_loaded(partition))
-            assert (await coordinator.fetch_offsets(group, False, [("t", 0)]))[1][0].offset == 7
+            assert (coordinator.fetch_offsets(group, False, [("t", 0)]))[1][0].offset == 7
         finally:
             await coordinator.shutdown()
         assert (await join(coordinator, group)).error is ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -443,16 +443,16 @@ def test_groups_and_offsets_survive_a_reload(tmp_path):
     async def first(c, w):
         member = (await join_new(c, session=60000)).member_id
         await c.sync_group("g", 1, member, None, None, None, {member: b"a"})
-        await c.commit_offsets("g", member, None, 1, {("t", 0): OffsetAndMetadata(11, 2, "m", c.now_ms())})
+        c.commit_offsets("g", member, None, 1, {("t", 0): OffsetAndMetadata(11, 2, "m", c.now_ms())})
         state["member"] = member
 
     async def second(c, w):
         await eventually(lambda: c.is_loaded(c.partition_for("g")))
         group = c._groups["g"]
         assert (group.state, group.generation_id, list(group.members)) == (GroupState.STABLE, 1, [state["member"]])
-        assert await c.heartbeat("g", state["member"], None, 1) is ErrorCode.NONE
+        assert c.heartbeat("g", state["member"], None, 1) is ErrorCode.NONE
         assert (await c.sync_group("g", 1, state["member"], None, None, None, {})).assignment == b"a"
-        fetched = (await c.fetch_offsets("g", False, None))[1]
+        fetched = (c.fetch_offsets("g", False, None))[1]
         assert [(f.offset, f.leader_epoch, f.metadata) for f in fetched] == [(11, 2, "m")]
 
     run(first, tmp_path, writer=writer)
@@ -466,7 +466,7 @@ def test_unloading_answers_waiting_joins_with_not_coordinator(tmp_path):
     async def scenario(c, w):
         waiting = asyncio.ensure_future(join(c, known=False))
         await eventually(lambda: "g" in c._groups and c._groups["g"].num_awaiting_join == 1)
-        await c.on_resignation(c.partition_for("g"))
+        c.on_resignation(c.partition_for("g"))
         assert (await waiting).error is ErrorCode.NOT_COORDINATOR
         assert (await join(c, known=False)).error is ErrorCode.NOT_COORDINATOR
 
@@ -482,11 +482,11 @@ def test_expiry_removes_offsets_and_the_empty_group(tmp_path):
         c = GroupCoordinator(config, writer, time_ms=lambda: clock[0])
         c.startup(range(PARTITIONS))
         try:
-            await c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(5, None, "", clock[0])})
+            c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(5, None, "", clock[0])})
             clock[0] += 999
-            assert await c.expire_offsets() == 0
+            assert c.expire_offsets() == 0
             clock[0] += 1
-            assert await c.expire_offsets() == 1
+            assert c.expire_offsets() == 1
             assert "g" not in c._groups
             assert writer.records(c.partition_for("g"))[-1] == (cr.encode_offset_commit_key("g", "t", 0), None)
         finally:
@@ -509,7 +509,7 @@ def test_commits_are_stored_as_the_batch_of_their_records(tmp_path):
             partition = c.partition_for("g")
             for round_ in range(3):
                 offsets = {("t", p): OffsetAndMetadata(100 * round_ + p, p % 2 or None, "m" * p, now - p) for p in range(8)}
-                result = await c.commit_offsets("g", "", None, -1, offsets)
+                result = c.commit_offsets("g", "", None, -1, offsets)
                 assert result == dict.fromkeys(offsets, ErrorCode.NONE)
                 log = writer.logs[partition]
                 data = b"".join(s.log.path.read_bytes() for s in log.segments)
@@ -535,7 +535,7 @@ def test_metadata_is_measured_in_utf16_units_and_only_fitting_commits_are_stored
             ("t", 3): OffsetAndMetadata(4, None, "\U0001d11e" * 9, 0),  # 9 characters, 18 units
             ("t", 4): OffsetAndMetadata(5, None, "é" * 16, 0),  # 16 units, 32 UTF-8 bytes: fits
         }
-        result = await c.commit_offsets("g", "", None, -1, offsets)
+        result = c.commit_offsets("g", "", None, -1, offsets)
         assert result == {
             ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE, ("t", 2): ErrorCode.NONE,
             ("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE, ("t", 4): ErrorCode.NONE,
@@ -543,16 +543,16 @@ def test_metadata_is_measured_in_utf16_units_and_only_fitting_commits_are_stored
         assert list(result) == list(offsets)
         stored = [cr.decode_offsets_key(k)[2]["Partition"] for k, _ in w.records(c.partition_for("g"))]
         assert stored == [0, 2, 4]
-        fetched = (await c.fetch_offsets("g", False, None))[1]
+        fetched = (c.fetch_offsets("g", False, None))[1]
         assert [(f.partition, f.offset) for f in fetched] == [(0, 1), (2, 3), (4, 5)]
         only_large = {("t", 1): OffsetAndMetadata(9, None, "y" * 40, 0)}
-        assert await c.commit_offsets("g", "", None, -1, only_large) == {("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        assert c.commit_offsets("g", "", None, -1, only_large) == {("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
         # Fewer characters than the limit, more UTF-16 units than it.
         only_wide = {("t", 3): OffsetAndMetadata(9, None, "\U0001d11e" * 9, 0)}
-        assert await c.commit_offsets("g", "", None, -1, only_wide) == {("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        assert c.commit_offsets("g", "", None, -1, only_wide) == {("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE}
         assert len(w.records(c.partition_for("g"))) == 3
         w.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        failed = await c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(7, None, "", 0), ("t", 1): OffsetAndMetadata(7, None, "z" * 17, 0)})
+        failed = c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(7, None, "", 0), ("t", 1): OffsetAndMetadata(7, None, "z" * 17, 0)})
         assert failed == {("t", 0): ErrorCode.NOT_COORDINATOR, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
 
     run(scenario, tmp_path)

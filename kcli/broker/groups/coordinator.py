@@ -5,19 +5,20 @@ group lives in one partition (``partitioner``); while that partition is being re
 groups answer COORDINATOR_LOAD_IN_PROGRESS, and a group of a partition this broker does not lead
 answers NOT_COORDINATOR.
 
-One owner per group: each public operation takes the group's ``asyncio.Lock`` for its whole step
-(validation, state change, the append of its records), so concurrent joins, syncs, heartbeats,
-leaves and commits see one state at a time. A JoinGroup or SyncGroup that has to wait gets a
-future, which the state machine completes (all members joined, the rebalance timeout, the
-leader's assignment stored, an error); the request awaits it outside the lock.
+One owner per group: the event loop. Each public operation, and each timer, changes a group in one
+synchronous step (validation, state change, the append of its records) that never suspends in
+the middle, so concurrent joins, syncs, heartbeats, leaves and commits see one state at a time.
+A JoinGroup or SyncGroup that has to wait gets a future, which the state machine completes (all
+members joined, the rebalance timeout, the leader's assignment stored, an error); the request
+awaits it after its step.
 
 Deadlines are event-loop timers, never polling: a member's session timeout (rescheduled by each
 heartbeat, commit, join and sync), the join timeout of a new member (5 minutes) and of a member
 id handed out with MEMBER_ID_REQUIRED (its session timeout), the rebalance timeout of a
 PreparingRebalance group (or ``group.initial.rebalance.delay.ms`` for a new group, extended
 while members keep arriving, up to the rebalance timeout), and the rebalance timeout for every
-member's SyncGroup after a rebalance. A timer runs its check under the group's lock and does
-nothing when the state it was set for has moved on.
+member's SyncGroup after a rebalance. A timer runs its check as one such step and does nothing
+when the state it was set for has moved on.
 
 Offsets: commits from a member are checked against its generation; commits with generation -1
 and no member id (simple consumers, admin tools) are accepted while the group is Empty.
@@ -203,7 +204,7 @@ class GroupCoordinator:
         if self._expiry_handle is not None:
             self._expiry_handle.cancel()
         for partition in sorted(self._owned | self._loading):
-            await self.on_resignation(partition)
+            self.on_resignation(partition)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -224,10 +225,6 @@ class GroupCoordinator:
         """The offsets topic was created with ``count`` partitions: groups map onto those."""
         if count != self.config.offsets_partitions and not self.hosted_partitions():
             self.config = dataclasses.replace(self.config, offsets_partitions=count)
-
-    def spawn(self, coroutine: Any) -> asyncio.Task:
-        """Run ``coroutine`` as a task the coordinator cancels at shutdown."""
-        return self._spawn(coroutine)
 
     def partition_for(self, group_id: str) -> int:
         return _partition_for(group_id, self.config.offsets_partitions)
@@ -297,13 +294,12 @@ class GroupCoordinator:
         for member in group.members.values():
             self._schedule_heartbeat(group, member)
 
-    async def on_resignation(self, partition: int) -> None:
+    def on_resignation(self, partition: int) -> None:
         """This broker no longer leads ``partition``: drop its groups, answer their waiters."""
         self._loading.discard(partition)
         self._owned.discard(partition)
         for group in [g for g in self._groups.values() if self.partition_for(g.group_id) == partition]:
-            async with group.lock:
-                self._on_group_unloaded(group)
+            self._on_group_unloaded(group)
             if self._groups.get(group.group_id) is group:
                 del self._groups[group.group_id]
 
@@ -390,16 +386,15 @@ class GroupCoordinator:
         join = _Join(member_id, group_instance_id, require_known_member_id and group_instance_id is None, support_skipping_assignment,
                      client_id, client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, list(protocols),
                      reason or "not provided", waiter)
-        async with group.lock:
-            if not self._accept_joining_member(group, member_id):
-                self._remove_member(group, member_id)
-                waiter.set_result(JoinGroupResult(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED))
-            elif is_unknown_member:
-                self._new_member_join(group, join)
-            else:
-                self._current_member_join(group, join)
-            if group.is_(GroupState.PREPARING_REBALANCE):
-                self._try_complete_join(group)
+        if not self._accept_joining_member(group, member_id):
+            self._remove_member(group, member_id)
+            waiter.set_result(JoinGroupResult(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED))
+        elif is_unknown_member:
+            self._new_member_join(group, join)
+        else:
+            self._current_member_join(group, join)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            self._try_complete_join(group)
         return await waiter
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -796,27 +791,26 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID)
-        async with group.lock:
-            error = self._validate_sync(group, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
-            if error is not None:
-                return SyncGroupResult(error)
-            state = group.state
-            if state is GroupState.EMPTY:
-                return SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID)
-            if state is GroupState.PREPARING_REBALANCE:
-                return SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS)
-            member = group.get(member_id)
-            if state is GroupState.STABLE:
-                self._remove_pending_sync_member(group, member_id)
-                self._schedule_heartbeat(group, member)
-                return SyncGroupResult(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
-            waiter = asyncio.get_running_loop().create_future()
-            if member.is_awaiting_sync:
-                group.complete_sync(member, SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS))
-            member.sync_waiter = waiter
+        error = self._validate_sync(group, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
+        if error is not None:
+            return SyncGroupResult(error)
+        state = group.state
+        if state is GroupState.EMPTY:
+            return SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if state is GroupState.PREPARING_REBALANCE:
+            return SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        member = group.get(member_id)
+        if state is GroupState.STABLE:
             self._remove_pending_sync_member(group, member_id)
-            if group.is_leader(member_id):
-                self._complete_assignment(group, generation_id, member_id, assignments)
+            self._schedule_heartbeat(group, member)
+            return SyncGroupResult(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
+        waiter = asyncio.get_running_loop().create_future()
+        if member.is_awaiting_sync:
+            group.complete_sync(member, SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_waiter = waiter
+        self._remove_pending_sync_member(group, member_id)
+        if group.is_leader(member_id):
+            self._complete_assignment(group, generation_id, member_id, assignments)
         return await waiter
 
     def _validate_sync(self, group: ClassicGroup, generation_id: int, member_id: str, group_instance_id: str | None,
@@ -855,7 +849,7 @@ class GroupCoordinator:
 
     # -- Heartbeat -----------------------------------------------------------------------------
 
-    async def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
         error = self._validate_group_status(group_id, GroupApi.HEARTBEAT)
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.NONE  # the group is still loading: answer blindly
@@ -864,24 +858,23 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        async with group.lock:
-            if group.is_(GroupState.DEAD):
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            error = self._validate_current_member(group, member_id, group_instance_id, "heartbeat")
-            if error is not None:
-                return error
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-            if group.is_(GroupState.EMPTY):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            self._schedule_heartbeat(group, group.get(member_id))
-            if group.is_(GroupState.PREPARING_REBALANCE):
-                return ErrorCode.REBALANCE_IN_PROGRESS
-            return ErrorCode.NONE
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_current_member(group, member_id, group_instance_id, "heartbeat")
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.is_(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._schedule_heartbeat(group, group.get(member_id))
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     # -- LeaveGroup ----------------------------------------------------------------------------
 
-    async def leave_group(self, group_id: str, leaving: Iterable[tuple[str, str | None, str | None]]) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+    def leave_group(self, group_id: str, leaving: Iterable[tuple[str, str | None, str | None]]) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """``leaving``: (member id, group instance id, reason). Returns the group error and one
         (member id, instance id, error) per leaving member."""
         leaving = list(leaving)
@@ -892,11 +885,10 @@ class GroupCoordinator:
         if group is None:
             return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i, _ in leaving]
         results = []
-        async with group.lock:
-            if group.is_(GroupState.DEAD):
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-            for member_id, instance_id, reason in leaving:
-                results.append((member_id, instance_id, self._leave(group, member_id, instance_id, reason or "not provided")))
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        for member_id, instance_id, reason in leaving:
+            results.append((member_id, instance_id, self._leave(group, member_id, instance_id, reason or "not provided")))
         return ErrorCode.NONE, results
 
     def _leave(self, group: ClassicGroup, member_id: str, instance_id: str | None, reason: str) -> ErrorCode:
@@ -924,7 +916,7 @@ class GroupCoordinator:
 
     # -- offsets -------------------------------------------------------------------------------
 
-    async def commit_offsets(
+    def commit_offsets(
         self,
         group_id: str,
         member_id: str,
@@ -942,18 +934,17 @@ class GroupCoordinator:
                 return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
             # The group does not use Kafka's group management: its commits are accepted.
             group = self._get_or_create(group_id, True)
-        async with group.lock:
-            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
-            if error is not None:
-                return dict.fromkeys(offsets, error)
-            state = group.state
-            if state is GroupState.COMPLETING_REBALANCE:
-                # A member of the new generation commits before its assignment: it handles
-                # REBALANCE_IN_PROGRESS by finishing the rebalance first.
-                return dict.fromkeys(offsets, ErrorCode.REBALANCE_IN_PROGRESS)
-            if state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
-                self._schedule_heartbeat(group, group.get(member_id))
-            return self._store_offsets(group, offsets)
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        state = group.state
+        if state is GroupState.COMPLETING_REBALANCE:
+            # A member of the new generation commits before its assignment: it handles
+            # REBALANCE_IN_PROGRESS by finishing the rebalance first.
+            return dict.fromkeys(offsets, ErrorCode.REBALANCE_IN_PROGRESS)
+        if state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            self._schedule_heartbeat(group, group.get(member_id))
+        return self._store_offsets(group, offsets)
 
     def _validate_offset_commit(self, group: ClassicGroup, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
         if group.is_(GroupState.DEAD):
@@ -1003,7 +994,7 @@ class GroupCoordinator:
         result.update(dict.fromkeys(valid, error))
         return result
 
-    async def fetch_offsets(self, group_id: str, require_stable: bool, partitions: list[TopicPartition] | None) -> tuple[ErrorCode, list[FetchedOffset]]:
+    def fetch_offsets(self, group_id: str, require_stable: bool, partitions: list[TopicPartition] | None) -> tuple[ErrorCode, list[FetchedOffset]]:
         """The committed offsets of ``partitions`` (None: every partition the group has one for)."""
         error = self._validate_group_status(group_id, GroupApi.OFFSET_FETCH)
         if error is not None:
@@ -1011,22 +1002,21 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [FetchedOffset(t, p) for t, p in partitions or ()]
-        async with group.lock:
-            if group.is_(GroupState.DEAD):
-                return ErrorCode.NONE, [FetchedOffset(t, p) for t, p in partitions or ()]
-            result = []
-            for tp in (list(group.offsets) if partitions is None else partitions):
-                if require_stable and group.has_pending_offsets(tp):
-                    result.append(FetchedOffset(tp[0], tp[1], error=ErrorCode.UNSTABLE_OFFSET_COMMIT))
-                    continue
-                value = group.offset(tp)
-                if value is None:
-                    result.append(FetchedOffset(tp[0], tp[1]))
-                else:
-                    result.append(FetchedOffset(tp[0], tp[1], value.offset, value.leader_epoch, value.metadata))
-            return ErrorCode.NONE, result
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.NONE, [FetchedOffset(t, p) for t, p in partitions or ()]
+        result = []
+        for tp in (list(group.offsets) if partitions is None else partitions):
+            if require_stable and group.has_pending_offsets(tp):
+                result.append(FetchedOffset(tp[0], tp[1], error=ErrorCode.UNSTABLE_OFFSET_COMMIT))
+                continue
+            value = group.offset(tp)
+            if value is None:
+                result.append(FetchedOffset(tp[0], tp[1]))
+            else:
+                result.append(FetchedOffset(tp[0], tp[1], value.offset, value.leader_epoch, value.metadata))
+        return ErrorCode.NONE, result
 
-    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         error = self._validate_group_status(group_id, GroupApi.OFFSET_DELETE)
         if error is not None:
             return error, {}
@@ -1034,71 +1024,69 @@ class GroupCoordinator:
         if group is None:
             return (ErrorCode.GROUP_ID_NOT_FOUND if self._group_not_exists(group_id) else ErrorCode.NOT_COORDINATOR), {}
         results: dict[TopicPartition, ErrorCode] = {}
-        async with group.lock:
-            if group.is_(GroupState.DEAD):
-                return (ErrorCode.GROUP_ID_NOT_FOUND if self._group_not_exists(group_id) else ErrorCode.NOT_COORDINATOR), {}
-            if group.is_(GroupState.EMPTY):
-                eligible = list(partitions)
-            elif group.is_consumer_group:
-                eligible = []
-                for tp in partitions:
-                    if group.is_subscribed_to_topic(tp[0]):
-                        results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                    else:
-                        eligible.append(tp)
-            else:
-                return ErrorCode.NON_EMPTY_GROUP, {}
+        if group.is_(GroupState.DEAD):
+            return (ErrorCode.GROUP_ID_NOT_FOUND if self._group_not_exists(group_id) else ErrorCode.NOT_COORDINATOR), {}
+        if group.is_(GroupState.EMPTY):
+            eligible = list(partitions)
+        elif group.is_consumer_group:
+            eligible = []
+            for tp in partitions:
+                if group.is_subscribed_to_topic(tp[0]):
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
         if eligible:
-            removed = await self._cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
+            removed = self._cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
             results.update(dict.fromkeys(eligible, ErrorCode.NONE))
             log.info("The following offsets of the group %s were deleted: %s. A total of %d offsets were removed.", group_id, eligible, removed)
         return ErrorCode.NONE, results
 
-    async def delete_partitions(self, partitions: Iterable[TopicPartition]) -> int:
+    def delete_partitions(self, partitions: Iterable[TopicPartition]) -> int:
         """Offsets of deleted topic partitions are removed from every group."""
         partitions = list(partitions)
         groups = [g for g in self._groups.values() if self.partition_for(g.group_id) in self._owned]
-        removed = await self._cleanup_group_metadata(groups, lambda g: g.remove_offsets(partitions))
+        removed = self._cleanup_group_metadata(groups, lambda g: g.remove_offsets(partitions))
         if removed:
             log.info("Removed %d offsets associated with deleted partitions: %s.", removed, partitions)
         return removed
 
-    async def expire_offsets(self) -> int:
+    def expire_offsets(self) -> int:
         """One pass of ``offsets.retention.minutes`` expiry over every owned group."""
         now = self._time_ms()
         groups = [g for g in self._groups.values() if self.partition_for(g.group_id) in self._owned]
         retention = self.config.offsets_retention_ms
-        removed = await self._cleanup_group_metadata(groups, lambda g: g.remove_offsets(expired_offsets(g, now, retention)))
+        removed = self._cleanup_group_metadata(groups, lambda g: g.remove_offsets(expired_offsets(g, now, retention)))
         if removed:
             log.info("Removed %d expired offsets in %d milliseconds.", removed, self._time_ms() - now)
         return removed
 
-    async def _cleanup_group_metadata(self, groups: Iterable[ClassicGroup], selector: Callable[[ClassicGroup], Mapping[TopicPartition, Any]]) -> int:
+    def _cleanup_group_metadata(self, groups: Iterable[ClassicGroup], selector: Callable[[ClassicGroup], Mapping[TopicPartition, Any]]) -> int:
         removed_count = 0
         for group in list(groups):
-            async with group.lock:
-                removed = selector(group)
-                if group.is_(GroupState.EMPTY) and not group.has_offsets():
-                    log.info("Group %s transitioned to Dead in generation %d", group.group_id, group.generation_id)
-                    group.transition_to(GroupState.DEAD, self._time_ms())
-                partition = self.partition_for(group.group_id)
-                if partition not in self._owned:
-                    log.info("This broker is no longer the coordinator for the group %s; proceeding with the other groups", group.group_id)
-                    continue
-                timestamp = self._time_ms()
-                tombstones = [store.offset_tombstone(group.group_id, tp, timestamp) for tp in removed]
-                if group.is_(GroupState.DEAD) and self._groups.get(group.group_id) is group:
-                    del self._groups[group.group_id]
-                    self._cancel_group_timers(group)
-                    # A group that only ever stored offsets (generation 0) has no metadata record.
-                    if group.generation_id > 0:
-                        tombstones.append(store.group_tombstone(group.group_id, timestamp))
-                if tombstones:
-                    try:
-                        self._writer.append(partition, tombstones)
-                        removed_count += len(removed)
-                    except Exception as e:
-                        log.error("Failed to append %d tombstones to %s-%d for expired/deleted offsets and/or metadata for group %s: %s", len(tombstones), GROUP_METADATA_TOPIC_NAME, partition, group.group_id, e)
+            removed = selector(group)
+            if group.is_(GroupState.EMPTY) and not group.has_offsets():
+                log.info("Group %s transitioned to Dead in generation %d", group.group_id, group.generation_id)
+                group.transition_to(GroupState.DEAD, self._time_ms())
+            partition = self.partition_for(group.group_id)
+            if partition not in self._owned:
+                log.info("This broker is no longer the coordinator for the group %s; proceeding with the other groups", group.group_id)
+                continue
+            timestamp = self._time_ms()
+            tombstones = [store.offset_tombstone(group.group_id, tp, timestamp) for tp in removed]
+            if group.is_(GroupState.DEAD) and self._groups.get(group.group_id) is group:
+                del self._groups[group.group_id]
+                self._cancel_group_timers(group)
+                # A group that only ever stored offsets (generation 0) has no metadata record.
+                if group.generation_id > 0:
+                    tombstones.append(store.group_tombstone(group.group_id, timestamp))
+            if tombstones:
+                try:
+                    self._writer.append(partition, tombstones)
+                    removed_count += len(removed)
+                except Exception as e:
+                    log.error("Failed to append %d tombstones to %s-%d for expired/deleted offsets and/or metadata for group %s: %s", len(tombstones), GROUP_METADATA_TOPIC_NAME, partition, group.group_id, e)
         return removed_count
 
     def _schedule_offset_expiry(self) -> None:
@@ -1110,17 +1098,13 @@ class GroupCoordinator:
     def _run_offset_expiry(self) -> None:
         if not self._active:
             return
-
-        async def run() -> None:
-            try:
-                await self.expire_offsets()
-            except Exception:
-                log.exception("Offset expiration failed")
-            finally:
-                if self._active:
-                    self._schedule_offset_expiry()
-
-        self._spawn(run())
+        try:
+            self.expire_offsets()
+        except Exception:
+            log.exception("Offset expiration failed")
+        finally:
+            if self._active:
+                self._schedule_offset_expiry()
 
     # -- groups: list, describe, delete --------------------------------------------------------
 
@@ -1139,7 +1123,7 @@ class GroupCoordinator:
         ]
         return error, groups
 
-    async def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary | None]:
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary | None]:
         """The group's summary; None when the group does not exist (Kafka answers it as Dead)."""
         error = self._validate_group_status(group_id, GroupApi.DESCRIBE_GROUPS)
         if error is not None:
@@ -1147,15 +1131,14 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, None
-        async with group.lock:
-            if group.is_(GroupState.STABLE):
-                protocol = group.protocol_name
-                members = tuple(MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.metadata(protocol), m.assignment) for m in group.members.values())
-                return ErrorCode.NONE, GroupSummary(str(group.state), group.protocol_type or "", protocol, members)
-            members = tuple(MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b"") for m in group.members.values())
-            return ErrorCode.NONE, GroupSummary(str(group.state), group.protocol_type or "", "", members)
+        if group.is_(GroupState.STABLE):
+            protocol = group.protocol_name
+            members = tuple(MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.metadata(protocol), m.assignment) for m in group.members.values())
+            return ErrorCode.NONE, GroupSummary(str(group.state), group.protocol_type or "", protocol, members)
+        members = tuple(MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b"") for m in group.members.values())
+        return ErrorCode.NONE, GroupSummary(str(group.state), group.protocol_type or "", "", members)
 
-    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         eligible: list[ClassicGroup] = []
         for group_id in dict.fromkeys(group_ids):
@@ -1167,16 +1150,15 @@ class GroupCoordinator:
             if group is None:
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND if self._group_not_exists(group_id) else ErrorCode.NOT_COORDINATOR
                 continue
-            async with group.lock:
-                if group.is_(GroupState.DEAD):
-                    results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND if self._group_not_exists(group_id) else ErrorCode.NOT_COORDINATOR
-                elif group.is_(GroupState.EMPTY):
-                    group.transition_to(GroupState.DEAD, self._time_ms())
-                    eligible.append(group)
-                else:
-                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            if group.is_(GroupState.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND if self._group_not_exists(group_id) else ErrorCode.NOT_COORDINATOR
+            elif group.is_(GroupState.EMPTY):
+                group.transition_to(GroupState.DEAD, self._time_ms())
+                eligible.append(group)
+            else:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
         if eligible:
-            removed = await self._cleanup_group_metadata(eligible, lambda g: g.remove_all_offsets())
+            removed = self._cleanup_group_metadata(eligible, lambda g: g.remove_all_offsets())
             for group in eligible:
                 results[group.group_id] = ErrorCode.NONE
             log.info("The following groups were deleted: %s. A total of %d offsets were removed.", ", ".join(g.group_id for g in eligible), removed)
@@ -1200,19 +1182,15 @@ class GroupCoordinator:
     # -- timers --------------------------------------------------------------------------------
 
     def _call_later(self, delay_ms: int, callback: Callable[..., None], group: ClassicGroup, *args: Any) -> asyncio.TimerHandle:
-        """Run ``callback(group, *args)`` after ``delay_ms``, under the group's lock."""
+        """Run ``callback(group, *args)`` after ``delay_ms``, as one step on the loop."""
         loop = self._loop or asyncio.get_running_loop()
         return loop.call_later(max(delay_ms, 0) / 1000, self._fire, callback, group, args)
 
     def _fire(self, callback: Callable[..., None], group: ClassicGroup, args: tuple) -> None:
-        async def locked() -> None:
-            async with group.lock:
-                try:
-                    callback(group, *args)
-                except Exception:
-                    log.exception("Timer %s of group %s failed", getattr(callback, "__name__", callback), group.group_id)
-
-        self._spawn(locked())
+        try:
+            callback(group, *args)
+        except Exception:
+            log.exception("Timer %s of group %s failed", getattr(callback, "__name__", callback), group.group_id)
 
     def _spawn(self, coroutine: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coroutine)

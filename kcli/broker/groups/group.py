@@ -10,14 +10,13 @@ States and the transitions Kafka allows (``GroupMetadata`` / ``ClassicGroupState
     Dead                -> Dead
 
 This module is pure state: no I/O, and the timers it holds are the coordinator's. ``coordinator``
-drives it under the group's lock.
+drives it, one synchronous step at a time.
 The group's protocol is the one every member supports, chosen by the members' votes (each member
 votes for the first of its protocols that all support; the most votes win).
 """
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 import uuid
@@ -102,7 +101,6 @@ class ClassicGroup:
     subscribed_topics: set[str] | None = None
     # A member joined while the first rebalance waits out group.initial.rebalance.delay.ms.
     new_member_added: bool = False
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     # The coordinator's timers: the pending completion of PreparingRebalance, the deadline for
     # every member's SyncGroup, and the deadlines of member ids handed out by MEMBER_ID_REQUIRED.
     delayed_join: Any = field(default=None, repr=False)

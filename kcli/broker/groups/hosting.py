@@ -73,7 +73,7 @@ def _apply_topic_change(broker: Any, coordinator: GroupCoordinator, change: Any)
         for partition in sorted(led):
             coordinator.on_election(partition)
         for partition in sorted(coordinator.hosted_partitions() - led):
-            coordinator.spawn(coordinator.on_resignation(partition))
+            coordinator.on_resignation(partition)
     elif change.topic is None and change.previous is not None:
         partitions = [(change.name, index) for index in change.previous.partitions]
-        coordinator.spawn(coordinator.delete_partitions(partitions))
+        coordinator.delete_partitions(partitions)

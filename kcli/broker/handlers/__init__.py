@@ -1,8 +1,10 @@
 """The API handler registry: one module per API, each declaring the versions it serves.
 
-A handler module has ``API_KEY``, ``VERSIONS`` (lowest, highest) and ``async def handle(ctx,
-request)``; its docstring opens with "Name: vLOW-vHIGH" and says how it behaves. ``handle`` takes
-the decoded kio request and returns one of:
+A handler module has ``API_KEY``, ``VERSIONS`` (lowest, highest) and ``handle(ctx, request)``;
+its docstring opens with "Name: vLOW-vHIGH" and says how it behaves. ``handle`` is a plain
+function, which the network layer calls as soon as the request is read, unless the API may have
+to wait (Fetch's long poll, a JoinGroup or SyncGroup until the rebalance completes): then it is an
+``async def``, run by the connection's task. It takes the decoded kio request and returns one of:
 
 - a mapping of response fields, written in the request's response version (``mapping_encoder``, with ``messages.build``'s rules);
 - a ``RawResponse`` (Fetch: chunks of bytes and file ranges);
@@ -14,6 +16,7 @@ ApiVersions answers from this registry, so the advertised ranges are the served 
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -64,6 +67,7 @@ class Api:
     min_version: int
     max_version: int
     handle: Callable[..., Any]
+    waits: bool  # handle is a coroutine function
 
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -74,5 +78,5 @@ def load_registry(names: tuple[str, ...] = HANDLER_MODULES) -> dict[int, Api]:
     for name in names:
         module = importlib.import_module(f"{__name__}.{name}")
         low, high = module.VERSIONS
-        registry[module.API_KEY] = Api(module.API_KEY, name, low, high, module.handle)
+        registry[module.API_KEY] = Api(module.API_KEY, name, low, high, module.handle, inspect.iscoroutinefunction(module.handle))
     return dict(sorted(registry.items()))

@@ -42,7 +42,7 @@ _CONFIG_EXCEPTION_STARTS = (
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     return answer_each(ctx.broker, request, "alter configs", _alter)
 
 

@@ -15,7 +15,7 @@ API_KEY = 18
 VERSIONS = (0, 3)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     from kcli.broker.server import api_ranges
 
     return {"error_code": 0, "api_keys": api_ranges(ctx.broker.registry)}

@@ -23,7 +23,7 @@ VERSIONS = (0, 3)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     metadata = ctx.broker.metadata
     names = collections.Counter(t.name for t in request.topics)
     results = []

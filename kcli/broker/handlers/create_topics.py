@@ -27,7 +27,7 @@ VERSIONS = (2, 7)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     names = collections.Counter(t.name for t in request.topics)
     results = []

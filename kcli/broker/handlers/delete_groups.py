@@ -15,6 +15,6 @@ API_KEY = 42
 VERSIONS = (0, 2)
 
 
-async def handle(ctx, request):
-    results = await ctx.broker.group_coordinator.delete_groups(request.groups_names)
+def handle(ctx, request):
+    results = ctx.broker.group_coordinator.delete_groups(request.groups_names)
     return {"results": [{"group_id": group_id, "error_code": error} for group_id, error in results.items()]}

@@ -30,7 +30,7 @@ INVALID_LOW_WATERMARK = -1
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     offsets: dict[tuple[str, int], int] = {}
     for topic in request.topics:
         for partition in topic.partitions:

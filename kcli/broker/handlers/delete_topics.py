@@ -23,7 +23,7 @@ ZERO_UUID = uuid.UUID(int=0)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     if ctx.api_version >= 6:
         targets = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]

@@ -22,7 +22,7 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 NOT_REQUESTED = -(2**31)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
         return {

@@ -44,7 +44,7 @@ _INT32 = range(-(2**31), 2**31)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     resources = request.resources
     unknown = [r for r in resources if r.resource_type not in KNOWN_TYPES]
     if unknown:

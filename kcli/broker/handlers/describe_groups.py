@@ -24,13 +24,13 @@ GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))  # READ, DELETE, DESCRIBE
 NOT_REQUESTED = -(2**31)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
     version = ctx.api_version
     include_ops = version >= 3 and getattr(request, "include_authorized_operations", False)
     groups = []
     for group_id in request.groups:
-        error, summary = await coordinator.describe_group(group_id)
+        error, summary = coordinator.describe_group(group_id)
         entry = {
             "group_id": group_id,
             "error_code": error,

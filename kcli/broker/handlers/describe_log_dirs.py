@@ -30,7 +30,7 @@ LONG_MAX = 2**63 - 1
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     log_dirs = list(dict.fromkeys(broker.log_manager.log_dirs))

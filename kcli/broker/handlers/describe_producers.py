@@ -24,7 +24,7 @@ VERSIONS = (0, 0)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     topics = []
     for topic in request.topics:

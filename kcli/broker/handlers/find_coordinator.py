@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 _last_creation_failure: list[str] = []
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     key_type = getattr(request, "key_type", GROUP)
     version = ctx.api_version
     if version >= 4:

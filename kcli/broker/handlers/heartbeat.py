@@ -15,8 +15,8 @@ API_KEY = 12
 VERSIONS = (0, 4)
 
 
-async def handle(ctx, request):
-    error = await ctx.broker.group_coordinator.heartbeat(
+def handle(ctx, request):
+    error = ctx.broker.group_coordinator.heartbeat(
         request.group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id
     )
     return {"error_code": error}

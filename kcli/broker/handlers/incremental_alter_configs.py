@@ -51,7 +51,7 @@ VERSIONS = (0, 1)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     return answer_each(ctx.broker, request, "incremental alter configs", _alter)
 
 

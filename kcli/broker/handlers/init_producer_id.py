@@ -17,7 +17,7 @@ API_KEY = 22
 VERSIONS = (0, 5)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     if request.transactional_id is not None:
         return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
     try:

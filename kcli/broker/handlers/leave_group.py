@@ -17,13 +17,13 @@ API_KEY = 13
 VERSIONS = (0, 5)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     version = ctx.api_version
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in request.members]
     else:
         leaving = [(request.member_id, None, None)]
-    error, members = await ctx.broker.group_coordinator.leave_group(request.group_id, leaving)
+    error, members = ctx.broker.group_coordinator.leave_group(request.group_id, leaving)
     if version < 3 and error is ErrorCode.NONE:
         error = next((e for _, _, e in members if e is not ErrorCode.NONE), ErrorCode.NONE)
     return {

@@ -17,7 +17,7 @@ API_KEY = 16
 VERSIONS = (0, 5)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     error, groups = ctx.broker.group_coordinator.list_groups(
         getattr(request, "states_filter", ()) or (), getattr(request, "types_filter", ()) or ()
     )

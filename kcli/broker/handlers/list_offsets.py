@@ -23,7 +23,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 READ_COMMITTED = 1
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     replicas = ctx.broker.replica_manager
     isolation = getattr(request, "isolation_level", 0)
     version = ctx.api_version

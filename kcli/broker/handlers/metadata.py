@@ -35,7 +35,7 @@ ZERO_UUID = uuid.UUID(int=0)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     metadata = broker.metadata
     version = ctx.api_version

@@ -26,7 +26,7 @@ API_KEY = 8
 VERSIONS = (2, 10)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     broker = ctx.broker
     coordinator = broker.group_coordinator
     version = ctx.api_version
@@ -61,7 +61,7 @@ async def handle(ctx, request):
                 )
     results = {}
     if commits:
-        results = await coordinator.commit_offsets(
+        results = coordinator.commit_offsets(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),

@@ -19,7 +19,7 @@ API_KEY = 47
 VERSIONS = (0, 0)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     metadata = ctx.broker.metadata
     errors: dict[tuple[str, int], ErrorCode] = {}
     partitions: list[tuple[str, int]] = []
@@ -31,7 +31,7 @@ async def handle(ctx, request):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 partitions.append(tp)
-    error, results = await ctx.broker.group_coordinator.delete_offsets(request.group_id, partitions)
+    error, results = ctx.broker.group_coordinator.delete_offsets(request.group_id, partitions)
     if error is not ErrorCode.NONE:
         return {"error_code": error, "topics": []}
     results = {**errors, **results}

@@ -24,12 +24,12 @@ API_KEY = 9
 VERSIONS = (1, 10)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     version = ctx.api_version
     if version >= 8:
-        groups = [await _fetch_group(ctx, g.group_id, g.topics, request.require_stable, version) for g in request.groups]
+        groups = [_fetch_group(ctx, g.group_id, g.topics, request.require_stable, version) for g in request.groups]
         return {"groups": groups}
-    group = await _fetch_group(ctx, request.group_id, request.topics, getattr(request, "require_stable", False), version)
+    group = _fetch_group(ctx, request.group_id, request.topics, getattr(request, "require_stable", False), version)
     if version < 2 and group["error_code"] is not ErrorCode.NONE:
         group["topics"] = [
             {"name": t.name, "partitions": [_partition(p, error=group["error_code"]) for p in t.partition_indexes]}
@@ -38,7 +38,7 @@ async def handle(ctx, request):
     return {"error_code": group["error_code"], "topics": group["topics"]}
 
 
-async def _fetch_group(ctx, group_id: str, requested, require_stable: bool, version: int) -> dict:
+def _fetch_group(ctx, group_id: str, requested, require_stable: bool, version: int) -> dict:
     metadata = ctx.broker.metadata
     unknown_ids: list[dict] = []
     partitions = None
@@ -54,7 +54,7 @@ async def _fetch_group(ctx, group_id: str, requested, require_stable: bool, vers
             else:
                 name = topic.name
             partitions.extend((name, p) for p in topic.partition_indexes)
-    error, fetched = await ctx.broker.group_coordinator.fetch_offsets(group_id, require_stable, partitions)
+    error, fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, require_stable, partitions)
     if error is not ErrorCode.NONE:
         return {"group_id": group_id, "error_code": error, "topics": []}
     by_topic: dict[str, list[dict]] = {}

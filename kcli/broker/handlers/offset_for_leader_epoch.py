@@ -18,7 +18,7 @@ API_KEY = 23
 VERSIONS = (2, 4)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     replicas = ctx.broker.replica_manager
     topics = []
     for topic in request.topics:

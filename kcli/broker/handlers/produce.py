@@ -29,7 +29,7 @@ VERSIONS = (3, 11)
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     acks = request.acks
     replicas = ctx.broker.replica_manager
     responses = []
