@@ -1,7 +1,10 @@
-"""The network layer: one asyncio task per connection, requests answered in order.
+"""The network layer: requests answered as they are read, or by the connection's task, in order.
 
 Like Kafka's SocketServer, a connection's requests are processed one at a time and answered in
-the order they came (a client pipelines; the broker does not reorder). A frame larger than
+the order they came (a client pipelines; the broker does not reorder). A request whose handler
+never waits is answered inside the read callback when nothing is queued ahead of it; the others
+(Fetch, JoinGroup, SyncGroup), and every request behind them, go to the connection's task. A
+request that closes the connection ends it: requests read after it are not served. A frame larger than
 ``socket.request.max.bytes``, a header or body that does not parse, an unknown API key or a
 version the registry does not serve closes that connection with one log line; ApiVersions is the
 exception, answered in v0 with UNSUPPORTED_VERSION and the served ranges, as Kafka does, so a
@@ -247,6 +250,8 @@ class Connection(FrameStream):
     # -- frames ------------------------------------------------------------------------------------
 
     def frame_received(self, body: bytes | memoryview) -> None:
+        if self.transport.is_closing():
+            return  # a request before it closed the connection: the rest of the read is not served
         # Answered at once only while the task waits for work and the answers drain: otherwise
         # it would overtake the requests before it, or write past the transport's high-water mark.
         idle = self._frame_waiter is not None and not self._frames and not self._writing_paused

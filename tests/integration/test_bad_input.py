@@ -206,6 +206,18 @@ def test_malformed_request_bodies_close_the_connection(own_broker):
         assert_broker_serves(own_broker)
 
 
+def test_requests_after_a_malformed_one_are_not_served(broker, client):
+    before = client.produce(HEALTH_TOPIC, 0, batch([b"before"]))
+    assert code(before.error_code) == ErrorCode.NONE
+    malformed = frame(header(METADATA, 1) + struct.pack(">i", 1_000_000))
+    produce = request_frame(PRODUCE, 9, {"acks": 1, "timeout": 5000, "topic_data": [
+        {"name": HEALTH_TOPIC, "partition_data": [{"index": 0, "records": batch([b"after a malformed request"])}]}]}, correlation_id=2)
+    with raw_connection(broker) as connection:
+        connection.send_raw(malformed + produce)  # one write: the broker reads both at once
+        assert connection.wait_closed()
+    assert set(values_at(client, HEALTH_TOPIC, 0, before.base_offset)) == {before.base_offset}
+
+
 def _crash_lines(broker) -> list[str]:
     """The lines a dying process wrote outside the logging format (a native abort, a panic)."""
     return [line for line in broker.log_lines if not line.startswith(("[", " "))][:5]
