@@ -813,15 +813,20 @@ class GroupCoordinator:
             self._complete_assignment(group, generation_id, member_id, assignments)
         return await waiter
 
-    def _validate_sync(self, group: ClassicGroup, generation_id: int, member_id: str, group_instance_id: str | None,
-                       protocol_type: str | None, protocol_name: str | None) -> ErrorCode | None:
+    def _validate_generation_member(self, group: ClassicGroup, member_id: str, group_instance_id: str | None, generation_id: int, operation: str) -> ErrorCode | None:
+        """The error of a request a member makes in a generation (SyncGroup, Heartbeat), if any."""
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, member_id, group_instance_id, "sync-group")
+        error = self._validate_current_member(group, member_id, group_instance_id, operation)
         if error is not None:
             return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.ILLEGAL_GENERATION if generation_id != group.generation_id else None
+
+    def _validate_sync(self, group: ClassicGroup, generation_id: int, member_id: str, group_instance_id: str | None,
+                       protocol_type: str | None, protocol_name: str | None) -> ErrorCode | None:
+        error = self._validate_generation_member(group, member_id, group_instance_id, generation_id, "sync-group")
+        if error is not None:
+            return error
         if protocol_type is not None and group.protocol_type != protocol_type:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         if protocol_name is not None and group.protocol_name != protocol_name:
@@ -858,13 +863,9 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, member_id, group_instance_id, "heartbeat")
+        error = self._validate_generation_member(group, member_id, group_instance_id, generation_id, "heartbeat")
         if error is not None:
             return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
         if group.is_(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         self._schedule_heartbeat(group, group.get(member_id))
