@@ -37,6 +37,9 @@ class FakeTransport:
     def close(self) -> None:
         self.closed = True
 
+    def is_closing(self) -> bool:
+        return self.closed
+
 
 class FakeServer:
     def __init__(self, max_request_size: int = 100 << 20) -> None:
@@ -44,6 +47,9 @@ class FakeServer:
 
     async def serve(self, connection: Connection) -> None:
         pass
+
+    def answer_now(self, connection: Connection, frame: bytes) -> bool:
+        return False  # every frame goes to the queue these tests read
 
 
 def framed(body: bytes) -> bytes:
