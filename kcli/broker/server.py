@@ -3,13 +3,14 @@
 Like Kafka's SocketServer, a connection's requests are processed one at a time and answered in
 the order they came (a client pipelines; the broker does not reorder). A request whose handler
 never waits is answered inside the read callback when nothing is queued ahead of it; the others
-(Fetch, JoinGroup, SyncGroup), and every request behind them, go to the connection's task. A
-request that closes the connection ends it: requests read after it are not served. A frame larger than
-``socket.request.max.bytes``, a header or body that does not parse, an unknown API key or a
-version the registry does not serve closes that connection with one log line; ApiVersions is the
-exception, answered in v0 with UNSUPPORTED_VERSION and the served ranges, as Kafka does, so a
-newer client can fall back. Any other failure inside a handler is logged with its traceback and
-closes only that connection. Fetch responses send large file ranges with ``sendfile``.
+(Fetch, JoinGroup, SyncGroup), and every request behind them, go to the connection's task.
+
+A frame larger than ``socket.request.max.bytes``, a header or body that does not parse, an
+unknown API key or a version the registry does not serve closes that connection with one log
+line, and nothing read after it is served; ApiVersions is the exception, answered in v0 with
+UNSUPPORTED_VERSION and the served ranges, as Kafka does, so a newer client can fall back. Any
+other failure inside a handler is logged with its traceback and closes only that connection.
+Fetch responses send large file ranges with ``sendfile``.
 
 Frames are read by a buffered protocol (``Connection``, on ``kcli.protocol.frame_stream``): a
 large frame (a produce request) is received straight into a buffer of its own, so its bytes are
