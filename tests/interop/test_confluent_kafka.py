@@ -17,6 +17,7 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import (
@@ -465,3 +466,39 @@ def test_describe_cluster(broker, admin):
     assert cluster.cluster_id and cluster.cluster_id == admin.list_topics(timeout=10).cluster_id
     assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, "127.0.0.1", broker.port)]
     assert cluster.controller.id == 0
+
+
+# Kafka 3.9 without an authorizer answers every operation AclEntry.supportedOperations lists for the
+# resource type (AuthHelper.authorizedOperations).
+CLUSTER_OPERATIONS = {"CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE"}
+TOPIC_OPERATIONS = {"READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+GROUP_OPERATIONS = {"READ", "DESCRIBE", "DELETE"}
+
+
+def _names(operations: list[Any] | None) -> set[str] | None:
+    return None if operations is None else {op.name for op in operations}
+
+
+def test_describe_cluster_and_topics_report_kafkas_authorized_operations(broker, admin, topic):
+    create_topic(admin, topic)
+
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(timeout=ADMIN_TIMEOUT)
+    described = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(timeout=ADMIN_TIMEOUT)
+
+    assert _names(cluster.authorized_operations) == CLUSTER_OPERATIONS
+    assert _names(described.authorized_operations) == TOPIC_OPERATIONS
+    assert admin.describe_cluster().result(timeout=ADMIN_TIMEOUT).authorized_operations is None
+
+
+def test_describe_consumer_groups_reports_kafkas_authorized_operations(broker, admin, topic):
+    create_topic(admin, topic)
+    group = f"{topic}-group"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
+
+    described = admin.describe_consumer_groups([group], include_authorized_operations=True)[group].result(timeout=ADMIN_TIMEOUT)
+
+    assert _names(described.authorized_operations) == GROUP_OPERATIONS

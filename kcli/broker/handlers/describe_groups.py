@@ -4,9 +4,10 @@ Behaviour: describes each named group: state, protocol type, protocol and member
 group.instance.id, client id, client host as ``/address``); a Stable group's members carry their
 subscription metadata and assignment, other states' members carry neither (and no protocol), as
 Kafka answers. A group that does not exist is answered as Dead with no members; from v6 it is
-GROUP_ID_NOT_FOUND with a message. Authorized operations (v3+, when asked) are every group
-operation (READ, DELETE, DESCRIBE): there are no ACLs. Per-group errors: COORDINATOR_LOAD_IN_PROGRESS,
-NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID (null id).
+GROUP_ID_NOT_FOUND with a message. Authorized operations (v3+, when asked, on a group answered
+without error) are what Kafka answers without an authorizer: every group operation. Per-group
+errors: COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID
+(null id).
 
 Version notes: v1 adds throttling; v3 authorized operations; v4 group.instance.id; v5 is
 flexible; v6 adds per-group error messages.
@@ -14,14 +15,12 @@ flexible; v6 adds per-group error messages.
 
 from __future__ import annotations
 
+from kcli.broker import authorized_operations
 from kcli.broker.groups.group import GroupState
 from kcli.errors import ErrorCode
 
 API_KEY = 15
 VERSIONS = (0, 6)
-
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))  # READ, DELETE, DESCRIBE
-NOT_REQUESTED = -(2**31)
 
 
 def handle(ctx, request):
@@ -38,7 +37,7 @@ def handle(ctx, request):
             "protocol_type": "",
             "protocol_data": "",
             "members": [],
-            "authorized_operations": NOT_REQUESTED,
+            "authorized_operations": authorized_operations.NOT_REQUESTED,
         }
         if error is ErrorCode.NONE:
             if summary is None and version >= 6:
@@ -60,7 +59,7 @@ def handle(ctx, request):
                     for m in summary.members
                 ]
             if include_ops and entry["error_code"] is ErrorCode.NONE:
-                entry["authorized_operations"] = GROUP_OPERATIONS
+                entry["authorized_operations"] = authorized_operations.GROUP
         elif version >= 6:
             entry["error_message"] = error.message
         groups.append(entry)

@@ -8,8 +8,9 @@ in-sync and offline replicas. A missing topic is created when the request allows
 ``default.replication.factor``, and is answered at once with its partitions; otherwise
 UNKNOWN_TOPIC_OR_PARTITION. An illegal name answers INVALID_TOPIC_EXCEPTION; internal topics are
 never auto-created here. A topic asked for by id (v10+) that does not exist answers
-UNKNOWN_TOPIC_ID. Authorized operations, when asked for, are every topic operation (no
-authorizer).
+UNKNOWN_TOPIC_ID. Authorized operations (v8+), when asked for, are what Kafka answers without an
+authorizer (``authorized_operations``): every topic operation on each topic answered by name,
+errors included (not on an unknown topic id), and in v8-10 every cluster operation.
 
 Version notes: v1 adds racks, the controller and is_internal; v2 the cluster id; v4 the
 auto-creation flag; v5 offline replicas; v7 leader epochs; v8 authorized operations; v9
@@ -21,15 +22,14 @@ from __future__ import annotations
 import logging
 import uuid
 
+from kcli.broker import authorized_operations
 from kcli.broker.metadata import topic_names
 from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 3
 VERSIONS = (0, 12)
 
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes).
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-NOT_REQUESTED = -(2**31)
+LAST_WITH_CLUSTER_OPERATIONS = 10  # v11 moved them to DescribeCluster (KIP-700)
 ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,9 @@ def handle(ctx, request):
     metadata = broker.metadata
     version = ctx.api_version
     include_ops = getattr(request, "include_topic_authorized_operations", False)
+    cluster_ops = authorized_operations.NOT_REQUESTED
+    if version <= LAST_WITH_CLUSTER_OPERATIONS and getattr(request, "include_cluster_authorized_operations", False):
+        cluster_ops = authorized_operations.CLUSTER
     if request.topics is None or (version == 0 and not request.topics):
         topics = [_describe(t, include_ops) for t in metadata.topics().values()]
     else:
@@ -50,6 +53,7 @@ def handle(ctx, request):
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id(),
         "topics": topics,
+        "cluster_authorized_operations": cluster_ops,
     }
 
 
@@ -66,15 +70,23 @@ def _requested(broker, requested, allow_create: bool, include_ops: bool) -> dict
     if info is not None:
         return _describe(info, include_ops)
     if not topic_names.is_valid(name):
-        return {"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []}
+        return _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, name, include_ops)
     if not allow_create or topic_names.is_internal(name):
-        return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []}
+        return _failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, include_ops)
     try:
         info = broker.auto_create_topic(name)
     except KcliError as e:
         log.info("Auto-creation of topic %s failed: %s", name, e)
-        return {"error_code": e.error_code, "name": name, "partitions": []}
+        return _failed(e.error_code, name, include_ops)
     return _describe(info, include_ops)
+
+
+def _failed(error_code, name: str, include_ops: bool) -> dict:
+    return {"error_code": error_code, "name": name, "partitions": [], "topic_authorized_operations": _topic_ops(include_ops)}
+
+
+def _topic_ops(include_ops: bool) -> int:
+    return authorized_operations.TOPIC if include_ops else authorized_operations.NOT_REQUESTED
 
 
 def _describe(info, include_ops: bool) -> dict:
@@ -96,6 +108,6 @@ def _describe(info, include_ops: bool) -> dict:
         "topic_id": info.topic_id,
         "is_internal": topic_names.is_internal(info.name),
         "partitions": partitions,
-        "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else NOT_REQUESTED,
+        "topic_authorized_operations": _topic_ops(include_ops),
     }
 
