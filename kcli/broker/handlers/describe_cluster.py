@@ -1,38 +1,57 @@
 """DescribeCluster: v0-1
 
 Behaviour: the cluster id, the controller and every registered broker with the host and port of
-its advertised listener. Authorized operations, when asked for, are every cluster operation
-(kcli has no authorizer). Only the broker endpoint type (1) is served; a request for controller
-endpoints (2) answers UNSUPPORTED_ENDPOINT_TYPE, as a ZooKeeper-mode Kafka broker does.
+its advertised listener. Authorized operations, when asked for, are what Kafka answers without an
+authorizer: every cluster operation (``authorized_operations``). Only broker endpoints (1) are
+described, as by a Kafka 3.9 broker: a request for controller endpoints (2) answers
+MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message.
 
 Version notes: v1 adds endpoint_type.
 """
 
 from __future__ import annotations
 
+from kcli.broker import authorized_operations
 from kcli.errors import ErrorCode
 
 API_KEY = 60
 VERSIONS = (0, 1)
 
+# Kafka's EndpointType ids and names (KIP-919).
 BROKER_ENDPOINTS = 1
-# CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE,
-# CREATE_TOKENS, DESCRIBE_TOKENS (Kafka's AclOperation codes) as a bit field.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
-NOT_REQUESTED = -(2**31)
+ENDPOINT_TYPES = {BROKER_ENDPOINTS: "BROKER", 2: "CONTROLLER"}
 
 
 def handle(ctx, request):
     broker = ctx.broker
-    if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
-        return {
-            "error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-            "error_message": "The request was sent to a broker and only broker endpoints can be described",
-            "cluster_id": broker.cluster_id,
-        }
+    endpoint_type = getattr(request, "endpoint_type", BROKER_ENDPOINTS)
+    if endpoint_type not in ENDPOINT_TYPES:
+        return _refused(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}")
+    if endpoint_type != BROKER_ENDPOINTS:
+        message = (
+            f"The request was sent to an endpoint of type {ENDPOINT_TYPES[BROKER_ENDPOINTS]}, "
+            f"but we wanted an endpoint of type {ENDPOINT_TYPES[endpoint_type]}"
+        )
+        return _refused(ErrorCode.MISMATCHED_ENDPOINT_TYPE, message)
+    include_ops = request.include_cluster_authorized_operations
     return {
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id(),
         "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in broker.live_brokers()],
-        "cluster_authorized_operations": CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED,
+        "cluster_authorized_operations": authorized_operations.CLUSTER if include_ops else authorized_operations.NOT_REQUESTED,
+        "endpoint_type": BROKER_ENDPOINTS,
+    }
+
+
+def _refused(error_code: ErrorCode, message: str) -> dict:
+    """Kafka's error answer: the schema's defaults but for the code and message (only v1 carries
+    an endpoint type, so only v1 is refused)."""
+    return {
+        "error_code": error_code,
+        "error_message": message,
+        "cluster_id": "",
+        "controller_id": -1,
+        "brokers": [],
+        "cluster_authorized_operations": authorized_operations.NOT_REQUESTED,
+        "endpoint_type": BROKER_ENDPOINTS,
     }
