@@ -1,4 +1,4 @@
-"""The Fetch response body (v4-v16) as a list of chunks: bytes, and file ranges sent as they are.
+"""The Fetch response body (v4-v17) as a list of chunks: bytes, and file ranges sent as they are.
 
 Every other response goes through kio's entities; Fetch is the one whose payload is mostly log
 bytes, so its encoder splices the ranges a log read returned (``FileSlice``) between the encoded
@@ -11,7 +11,8 @@ fields instead of copying them into a Python buffer. Tests check the output agai
           aborted_transactions nullable [producer_id int64, first_offset int64],
           preferred_read_replica int32 (v11+), records nullable bytes]]
     v12+ is flexible: compact arrays/strings/bytes (length + 1 as unsigned varint) and an empty
-    tagged-field section closing each structure.
+    tagged-field section closing each structure (no diverging epoch, current leader, snapshot id
+    or node endpoints are sent). v17 is v16 on the wire.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import pytest
 
-from kcli.storage.records import NewRecord, build_batch
+from kcli.storage.records import NewRecord, build_batch, iter_batches
 from broker_process import BrokerProcess
 from wire_client import WireClient, code, decode_response, encode_request, request_entity
 
@@ -166,6 +167,35 @@ def test_topic_ids_name_topics_from_fetch_v13(broker):
         (topic,) = response.responses
         assert topic.topic_id == created.topic_id
         assert b"id" in bytes(topic.partitions[0].records)
+
+
+@pytest.mark.parametrize("version", [16, 17])
+def test_fetch_v16_and_v17_by_topic_id_with_the_replica_directory_tag(broker, version):
+    """Fetch v17 (Kafka 3.9, KIP-853) adds a tagged replica directory id to each partition; the
+    response is v16's. A partition carrying the tag (v17) is read like any other."""
+    with _client(broker) as client:
+        created = client.create_topic(f"fetch-v{version}")
+        client.produce(f"fetch-v{version}", 0, _batch([b"first", b"second"]))
+        partition = {"partition": 0, "fetch_offset": 1, "partition_max_bytes": 1 << 20}
+        if version >= 17:
+            partition["replica_directory_id"] = uuid.UUID("0b4e1c5a-7f3d-4e2a-9c61-5d8f2a7b3e10")
+        response = client.call(
+            FETCH,
+            version,
+            {
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": 1 << 20,
+                "session_epoch": -1,
+                "topics": [{"topic_id": created.topic_id, "partitions": [partition]}],
+                "forgotten_topics_data": [],
+            },
+        )
+        (topic,) = response.responses
+        (answered,) = topic.partitions
+        assert (topic.topic_id, code(answered.error_code), answered.high_watermark) == (created.topic_id, NONE, 2)
+        (batch,) = iter_batches(bytes(answered.records))
+        assert [r.value for r in batch.records()] == [b"first", b"second"]
 
 
 def test_an_idempotent_retry_answers_the_original_offset_and_is_not_stored_twice(broker):

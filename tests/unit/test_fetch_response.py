@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from kcli.broker.handlers import fetch
 from kcli.protocol import messages
 from kcli.protocol.fetch_response import PartitionResult, TopicResult, encode_fetch_response
 from kcli.storage.file_records import FileRecords
@@ -27,7 +28,10 @@ def log_file(tmp_path):
     records.close()
 
 
-@pytest.mark.parametrize("version", range(4, 17))
+SERVED = range(fetch.VERSIONS[0], fetch.VERSIONS[1] + 1)
+
+
+@pytest.mark.parametrize("version", SERVED)
 def test_every_version_reads_back_with_kio(version, log_file):
     records, batch = log_file
     slices = [records.slice(0, len(batch))]

@@ -1,4 +1,4 @@
-"""Fetch: v4-16
+"""Fetch: v4-17
 
 Behaviour: reads whole batches from each requested partition, from the fetch offset up to the
 high watermark (read_uncommitted) or the last stable offset (read_committed), at most
@@ -13,7 +13,9 @@ FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. Incremental fetch sessions as in KIP
 every partition gets its turn.
 
 Version notes: v7 adds sessions; v11 rack-aware preferred read replica (always -1 here);
-v12 is flexible; v13 names topics by id; v15 moves the replica id into a tagged field.
+v12 is flexible; v13 names topics by id; v15 moves the replica id into a tagged field; v17 adds
+a follower's directory id as a tagged field of each partition (KIP-853: consumers send none, and
+kcli has no followers, so it is read and ignored); v17's response is v16's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.fetch_response import PartitionResult, TopicResult, encode_fetch_response
 
 API_KEY = 1
-VERSIONS = (4, 16)
+VERSIONS = (4, 17)
 
 READ_COMMITTED = 1
 
