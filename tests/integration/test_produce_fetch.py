@@ -15,6 +15,7 @@ from wire_client import WireClient, code, decode_response, encode_request, reque
 FETCH, API_VERSIONS = 1, 18
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
 FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 70, 71
+UNSUPPORTED_VERSION = 35
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +197,30 @@ def test_fetch_v16_and_v17_by_topic_id_with_the_replica_directory_tag(broker, ve
         assert (topic.topic_id, code(answered.error_code), answered.high_watermark) == (created.topic_id, NONE, 2)
         (batch,) = iter_batches(bytes(answered.records))
         assert [r.value for r in batch.records()] == [b"first", b"second"]
+
+
+def _list_offsets(client, topic: str, timestamp: int, version: int):
+    response = client.call(
+        2,
+        version,
+        {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": timestamp}]}]},
+    )
+    answer = response.topics[0].partitions[0]
+    return code(answer.error_code), answer.timestamp, answer.offset, answer.leader_epoch
+
+
+def test_list_offsets_v9_latest_tiered_offset_without_a_remote_tier(broker):
+    """ListOffsets v9 (Kafka 3.9, KIP-1005) adds -5, the latest tiered offset. With no remote
+    storage Kafka answers offset -1, timestamp -1 and leader epoch -1 (UnifiedLog), and refuses
+    the timestamp before v9, or any special timestamp it does not know, with UNSUPPORTED_VERSION."""
+    with _client(broker) as client:
+        client.create_topic("tiered")
+        client.produce("tiered", 0, _batch([b"a", b"b", b"c"]))
+        assert _list_offsets(client, "tiered", -5, 9) == (NONE, -1, -1, -1)
+        assert _list_offsets(client, "tiered", -5, 8)[0] == UNSUPPORTED_VERSION
+        assert _list_offsets(client, "tiered", -6, 9)[0] == UNSUPPORTED_VERSION
+        assert _list_offsets(client, "tiered", -4, 9) == (NONE, -1, 0, 0)
+        assert _list_offsets(client, "tiered", -1, 9) == (NONE, -1, 3, 0)
 
 
 def test_an_idempotent_retry_answers_the_original_offset_and_is_not_stored_twice(broker):

@@ -1,15 +1,17 @@
-"""ListOffsets: v1-8
+"""ListOffsets: v1-9
 
 Behaviour: for each partition, the offset a timestamp names: -2 the log start offset (earliest),
 -1 the high watermark (latest; the last stable offset for read_committed), -3 the offset and
 timestamp of the record with the largest timestamp (v7+), -4 the earliest local offset (v8+, the
-log start offset: kcli keeps no remote tier); any other timestamp the first offset whose record
-timestamp is at least it, or -1 when none is. The leader epoch of the answer is the epoch that
-offset was written in. UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted; a current leader
-epoch that does not match answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+log start offset: kcli keeps no remote tier), -5 the latest tiered offset (v9+: offset, timestamp
+and leader epoch -1, as Kafka answers without a remote tier); any other timestamp the first
+offset whose record timestamp is at least it, or -1 when none is. A special timestamp the
+request's version does not know answers UNSUPPORTED_VERSION. The leader epoch of the answer is
+the epoch that offset was written in. UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted; a
+current leader epoch that does not match answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
 
 Version notes: v1 answers one offset (the v0 list form is not served); v2 adds isolation_level;
-v4 leader epochs; v6 flexible.
+v4 leader epochs; v6 flexible; v7, v8 and v9 add the timestamps -3, -4 and -5.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from __future__ import annotations
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 API_KEY = 2
-VERSIONS = (1, 8)
+VERSIONS = (1, 9)
 
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+# The first version that knows each special timestamp (Kafka's timestampMinSupportedVersion).
+SPECIAL_SINCE = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 READ_COMMITTED = 1
 
 
@@ -48,8 +52,11 @@ def _lookup(partition, timestamp: int, isolation: int, version: int) -> dict:
     fetchable = partition.last_stable_offset if isolation == READ_COMMITTED else partition.high_watermark
     if timestamp == LATEST:
         return {"offset": fetchable, "leader_epoch": _epoch(log.leader_epoch_cache.epoch_for_offset(fetchable))}
-    if timestamp == EARLIEST_LOCAL and version < 8 or timestamp == MAX_TIMESTAMP and version < 7 or timestamp < EARLIEST_LOCAL:
+    since = SPECIAL_SINCE.get(timestamp)
+    if timestamp < 0 and (since is None or version < since):
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"timestamp {timestamp} is not a special timestamp of ListOffsets v{version}")
+    if timestamp == LATEST_TIERED:
+        return {}  # nothing is tiered: the answer's -1 offset, timestamp and epoch are Kafka's
     found = log.fetch_offset_by_timestamp(timestamp)
     if found is None or found.offset < 0 or (timestamp >= 0 and found.offset >= fetchable):
         return {}
