@@ -184,7 +184,7 @@ def test_api_versions_of_an_unknown_version_is_answered_in_v0(broker):
         assert correlation_id == 4242
         assert code(response.error_code) == ErrorCode.UNSUPPORTED_VERSION
         ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert ranges[API_VERSIONS] == (0, 3)
+        assert ranges[API_VERSIONS] == (0, 4)
         assert ranges[32] == (1, 4) and ranges[21] == (0, 2) and ranges[61] == (0, 0)
         assert code(connection.call(API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"}).error_code) == 0
 

@@ -153,3 +153,9 @@ def test_admin_create_describe_grow_and_delete(broker, admin, topic):
     assert topic not in admin.list_topics()
     again = admin.delete_topics([topic], raise_errors=False)
     assert [(t["name"], t["error_code"]) for t in again["topics"]] == [(topic, 3)]  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_the_broker_is_taken_for_kafka_3_9(admin):
+    # kafka-python infers a broker's release from the versions ApiVersions advertises: Fetch v17
+    # is its mark of Kafka 3.9, ListOffsets v10 would be 4.0's.
+    assert admin.get_broker_version_data(0).broker_version == (3, 9)

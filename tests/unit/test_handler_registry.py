@@ -38,4 +38,4 @@ def test_api_versions_answers_the_registry():
 
     advertised = {entry["api_key"]: (entry["min_version"], entry["max_version"]) for entry in api_ranges(REGISTRY)}
     assert advertised == {key: (api.min_version, api.max_version) for key, api in REGISTRY.items()}
-    assert advertised[0] == (3, 11) and advertised[1] == (4, 17) and advertised[18] == (0, 3)
+    assert advertised[0] == (3, 11) and advertised[1] == (4, 17) and advertised[18] == (0, 4)

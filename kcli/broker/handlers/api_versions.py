@@ -1,4 +1,4 @@
-"""ApiVersions: v0-3
+"""ApiVersions: v0-4
 
 Behaviour: lists every API the broker serves with its version range, computed from the handler
 registry. A request for a version the broker lacks is answered by the network layer in v0 with
@@ -6,13 +6,14 @@ UNSUPPORTED_VERSION and the same list, so the client can retry with a version bo
 Clients send their software name and version (v3+); they are accepted and not checked.
 
 Version notes: v1 adds throttle_time_ms; v3 is flexible and carries the supported and finalized
-features as tagged fields (none are advertised: kcli has no feature-versioned behaviour).
+features as tagged fields (none are advertised: kcli has no feature-versioned behaviour); v4
+(Kafka 3.9) only lets a supported feature's minimum version be 0, so it answers as v3 does.
 """
 
 from __future__ import annotations
 
 API_KEY = 18
-VERSIONS = (0, 3)
+VERSIONS = (0, 4)
 
 
 def handle(ctx, request):
