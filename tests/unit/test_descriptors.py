@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import resource
 from pathlib import Path
 
-from kcli.storage.descriptors import DESCRIPTORS_PER_NEW_PARTITION, descriptors_for
+from kcli.storage.descriptors import DESCRIPTORS_PER_NEW_PARTITION, descriptors_for, open_file_limit, raise_open_file_limit
 from kcli.storage.log_config import LogConfig
 from kcli.storage.log_manager import LogManager
 from kcli.storage.records import NewRecord, build_batch
@@ -64,3 +65,15 @@ def test_the_logs_on_disk_are_counted_without_opening_them(tmp_path):
         assert on_disk.descriptors == expected + DESCRIPTORS_PER_NEW_PARTITION
     finally:
         reopened.abandon()
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowered = min(256, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
+    try:
+        assert raise_open_file_limit() == (lowered, hard)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
+        assert open_file_limit() == hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
