@@ -86,8 +86,6 @@ class AbstractIndex:
             self._map(fd)
         except BaseException:
             os.close(fd)
-            if newly_created:
-                self.path.unlink(missing_ok=True)
             raise
         if newly_created:
             # A new index is the active segment's: its entries follow at once.
@@ -107,10 +105,6 @@ class AbstractIndex:
                 raise ValueError(f"{self.path} was opened read-only")
             self._writer_fd = os.open(self.path, os.O_RDWR)
         return self._writer_fd
-
-    @property
-    def holds_descriptor(self) -> bool:
-        return self._writer_fd >= 0
 
     def release_descriptor(self) -> None:
         """Close the write descriptor (the mapping stays); the next write opens one again."""
@@ -200,8 +194,8 @@ class AbstractIndex:
         rounded = _round_down(new_size, self.ENTRY_SIZE)
         if rounded == self._length:
             return False
-        self._mmap = None
         fd = self._fd
+        self._mmap = None
         os.ftruncate(fd, rounded)
         self._map(fd)
         if self._entries > self._max_entries:
