@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -21,8 +22,18 @@ _STARTED = "] started ("
 
 
 class BrokerProcess:
-    def __init__(self, log_dir: Path, overrides: dict[str, str] | None = None, *, properties_file: Path | None = None, log_level: str = "INFO") -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        overrides: dict[str, str] | None = None,
+        *,
+        properties_file: Path | None = None,
+        log_level: str = "INFO",
+        open_files: int | None = None,
+    ) -> None:
+        """``open_files``: the process's limit on open files (soft and hard RLIMIT_NOFILE)."""
         self.log_dir = Path(log_dir)
+        self.open_files = open_files
         self.properties_file = properties_file
         self.overrides = dict(overrides or {})
         self.log_level = log_level
@@ -48,13 +59,23 @@ class BrokerProcess:
         for key, value in props.items():
             args += ["--override", f"{key}={value}"]
         self._started.clear()
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.process = subprocess.Popen(
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=self._limit_open_files if self.open_files is not None else None,
+        )
         self._reader = threading.Thread(target=self._read_log, args=(self.process,), daemon=True)
         self._reader.start()
         if not self._started.wait(timeout) or self.process.poll() is not None:
             self.kill()
             raise RuntimeError("broker did not start:\n" + "\n".join(self.log_lines[-40:]))
         return self
+
+    def _limit_open_files(self) -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def _read_log(self, process: subprocess.Popen) -> None:
         for line in process.stderr:

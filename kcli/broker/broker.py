@@ -30,7 +30,8 @@ from kcli.broker.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server
-from kcli.errors import KcliError
+from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
 from kcli.storage.log_config import LogConfig
@@ -87,10 +88,12 @@ class Broker:
             store,
             default_num_partitions=self.config.get("num.partitions"),
             default_replication_factor=self.config.get("default.replication.factor"),
+            new_partitions_check=self._check_open_file_budget,
         )
         self.metadata.start()
         self.cluster_id = self.metadata.get_or_create_cluster_id()
         self._check_meta_properties()
+        self._check_open_file_limit()
         self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
         await loop.run_in_executor(None, self.log_manager.load_logs)
         self._logs_loaded = True
@@ -196,6 +199,44 @@ class Broker:
         if info is None or not info.configs:
             return self._default_log_config
         return LogConfig.from_properties(info.configs, self._default_log_config)
+
+    # -- open files --------------------------------------------------------------------------------
+
+    def _check_open_file_limit(self) -> None:
+        """Refuse to start, in one line, when the logs this broker holds (on disk, or assigned to
+        it and still to be created) cannot all be opened under the open-file limit."""
+        on_disk = self.log_manager.logs_on_disk()
+        to_create = sum(
+            1
+            for topic in self.metadata.topics().values()
+            for index, state in topic.partitions.items()
+            if self.id in state.replicas and f"{topic.name}-{index}" not in on_disk.partitions
+        )
+        needed = on_disk.descriptors + to_create * descriptors.DESCRIPTORS_PER_NEW_PARTITION + descriptors.PROCESS_HEADROOM
+        limit = descriptors.open_file_limit()
+        if needed > limit:
+            raise KcliError(
+                f"cannot open the logs: {len(on_disk.partitions) + to_create} partitions with {on_disk.segments + to_create} "
+                f"segments need about {needed} open files, but the open-file limit (RLIMIT_NOFILE) is {limit}; "
+                f"raise it (ulimit -n {needed}) and start again"
+            )
+
+    def _check_open_file_budget(self, replicas) -> None:
+        """POLICY_VIOLATION for new partitions whose logs would not leave enough descriptors free
+        under the open-file limit (``storage/descriptors.py``); nothing is created then."""
+        new = sum(1 for assigned in replicas.values() if self.id in assigned)
+        if not new or self.log_manager is None:
+            return
+        limit = descriptors.open_file_limit()
+        reserve = descriptors.connection_reserve(limit, self.config.get("max.connections"))
+        held = self.log_manager.descriptors_needed()
+        needed = new * descriptors.DESCRIPTORS_PER_NEW_PARTITION
+        if held + needed + reserve > limit:
+            raise KafkaError(
+                ErrorCode.POLICY_VIOLATION,
+                f"Creating {new} partition(s) on broker {self.id} needs {needed} more open files: its logs hold {held} "
+                f"and {reserve} are kept for connections, under an open-file limit (RLIMIT_NOFILE) of {limit}.",
+            )
 
     # -- topics ------------------------------------------------------------------------------------
 

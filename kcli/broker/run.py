@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import signal
 import sys
 
 from kcli.errors import KcliError, UsageError
+from kcli.storage.descriptors import raise_open_file_limit
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR}
@@ -31,21 +31,15 @@ def configure_logging(level_name: str) -> None:
     root.setLevel(level)
 
 
-def raise_open_file_limit() -> None:
-    """Each hosted partition keeps its active segment's files open (log, index, time index), so
-    the soft limit on open files (often 1024) is raised to the hard one."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (ValueError, OSError):
-            logging.getLogger("kcli.broker").warning("Could not raise the open-file limit from %d", soft)
-
-
 def run_broker(properties_path: str | None, overrides: list[str], log_level: str = "INFO") -> None:
     configure_logging(log_level)
     config = load_config(properties_path, overrides)
-    raise_open_file_limit()
+    before, limit = raise_open_file_limit()
+    log = logging.getLogger("kcli.broker")
+    if limit > before:
+        log.info("Raised the open-file limit (RLIMIT_NOFILE) from %d to %d", before, limit)
+    else:
+        log.info("Open-file limit (RLIMIT_NOFILE): %d", limit)
     try:
         asyncio.run(_serve(config))
     except KcliError:

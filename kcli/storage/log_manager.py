@@ -31,6 +31,7 @@ from kcli.storage.checkpoints import (
     write_clean_shutdown_marker,
     write_offset_checkpoint,
 )
+from kcli.storage.descriptors import LogsOnDisk, descriptors_for, logs_on_disk
 from kcli.storage.log import Log, log_dir_name, parse_topic_partition_name
 from kcli.storage.log_cleaner import CleanerConfig, LogCleaner, StepHook
 from kcli.storage.log_config import LogConfig
@@ -151,6 +152,15 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         with self._lock:
             return list(self._logs.values())
+
+    def logs_on_disk(self) -> LogsOnDisk:
+        """The partition logs ``load_logs`` would open, counted without opening them."""
+        return logs_on_disk(self.log_dirs, skipped_topics=(METADATA_TOPIC,))
+
+    def descriptors_needed(self) -> int:
+        """File descriptors the hosted logs hold once each active segment is written (descriptors.py)."""
+        with self._lock:
+            return descriptors_for(len(self._logs), sum(len(partition_log.segments) for partition_log in self._logs.values()))
 
     def logs_in_dir(self, log_dir: Path) -> list[Log]:
         with self._lock:

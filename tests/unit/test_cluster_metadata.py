@@ -491,6 +491,70 @@ def test_create_partitions_needs_enough_brokers(cluster):
     assert str(error) == "Replication factor: 3 larger than available brokers: 2."
 
 
+
+# -- counts a request drives allocations with ----------------------------------------------------
+
+
+@pytest.fixture
+def no_placement(monkeypatch):
+    """Placement must not run for a refused count: a huge one would allocate until the broker dies."""
+
+    def refuse(brokers, num_partitions, *args, **kwargs):
+        raise AssertionError(f"placed {num_partitions} partitions")
+
+    monkeypatch.setattr(cluster_module, "assign_replicas_to_brokers", refuse)
+
+
+@pytest.mark.parametrize("count", [10_001, 2**31 - 1])
+def test_more_partitions_than_kafka_creates_per_request_are_refused_before_placement(cluster, store, no_placement, count):
+    error = kafka_error(cluster.create_topic, "wide", count, 1)
+    assert error.error_code is ErrorCode.POLICY_VIOLATION
+    assert str(error).startswith("Excessively large number of partitions per request")
+    assert store.exists(zk.topic_path("wide")) is None
+
+
+def test_a_manual_assignment_of_more_partitions_than_kafka_creates_per_request_is_refused(cluster, store):
+    error = kafka_error(cluster.create_topic, "wide", assignment={p: [0] for p in range(10_001)})
+    assert error.error_code is ErrorCode.POLICY_VIOLATION
+    assert store.exists(zk.topic_path("wide")) is None
+
+
+def test_growing_by_more_partitions_than_kafka_creates_per_request_is_refused_before_placement(cluster, monkeypatch):
+    cluster.create_topic("t", 1, 1)
+    monkeypatch.setattr(cluster_module, "assign_replicas_to_brokers", lambda *a, **k: pytest.fail("placed"))
+    error = kafka_error(cluster.create_partitions, "t", 2**31 - 1)
+    assert error.error_code is ErrorCode.POLICY_VIOLATION
+    assert "2147483646 new partitions" in str(error)
+    assert len(cluster.topic("t").partitions) == 1
+
+
+def test_ten_thousand_partitions_are_within_the_per_request_limit(cluster):
+    assert len(cluster.create_topic("t", 10_000, 1, validate_only=True).partitions) == 10_000
+
+
+def test_the_new_partitions_check_can_refuse_before_anything_is_written(store):
+    seen = []
+
+    def check(replicas):
+        seen.append(dict(replicas))
+        if len(replicas) > 2:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION, "too many open files")
+
+    metadata = ClusterMetadata(store, rng=random.Random(7), new_partitions_check=check)
+    metadata.start()
+    metadata.register_broker(0, [zk.Endpoint("PLAINTEXT", "localhost", 9092)])
+    metadata.become_controller(0)
+    try:
+        assert kafka_error(metadata.create_topic, "big", 3, 1).error_code is ErrorCode.POLICY_VIOLATION
+        assert store.exists(zk.topic_path("big")) is None
+        metadata.create_topic("small", 1, 1)
+        assert kafka_error(metadata.create_partitions, "small", 4).error_code is ErrorCode.POLICY_VIOLATION
+        assert len(metadata.topic("small").partitions) == 1
+        assert store.exists(zk.partition_state_path("small", 1)) is None
+        assert seen == [{0: (0,), 1: (0,), 2: (0,)}, {0: (0,)}, {1: (0,), 2: (0,), 3: (0,)}]
+    finally:
+        metadata.close()
+
 def test_create_partitions_during_reassignment(cluster, store):
     topic = cluster.create_topic("t", 1, 1)
     moving = zk.TopicAssignment({0: (0, 1)}, topic.topic_id, adding_replicas={0: (1,)})

@@ -4,8 +4,10 @@ Behaviour: grows each topic to the requested partition count, placing new replic
 does or as the request assigns them; the broker then hosts the new partitions. A count not above
 the current one answers INVALID_PARTITIONS ("Topic currently has N partitions, which is higher
 than the requested M."), a bad assignment INVALID_REPLICA_ASSIGNMENT, an unknown topic
-UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST. validate_only checks without
-changing anything.
+UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST. More than 10,000 new partitions
+in one request are refused whole with POLICY_VIOLATION before anything is allocated, as Kafka's
+controller refuses them, and so are partitions whose logs would not fit this broker's open-file
+limit. validate_only checks without changing anything.
 
 Version notes: v2 is flexible; v1 and v3 differ only in throttling behaviour.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import collections
 import logging
 
+from kcli.broker.metadata.cluster import check_partitions_per_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 API_KEY = 37
@@ -26,6 +29,10 @@ log = logging.getLogger(__name__)
 def handle(ctx, request):
     metadata = ctx.broker.metadata
     names = collections.Counter(t.name for t in request.topics)
+    try:
+        check_partitions_per_request(sum(_new_partitions(metadata, topic) for topic in request.topics))
+    except KcliError as e:
+        return {"results": [{"name": topic.name, "error_code": e.error_code, "error_message": str(e)} for topic in request.topics]}
     results = []
     for topic in request.topics:
         result = {"name": topic.name}
@@ -41,3 +48,7 @@ def handle(ctx, request):
         results.append(result)
     return {"results": results}
 
+
+def _new_partitions(metadata, topic) -> int:
+    info = metadata.topic(topic.name)
+    return max(0, topic.count - len(info.partitions)) if info is not None else 0

@@ -6,8 +6,10 @@ config overrides, each checked by the broker's config rules (INVALID_CONFIG). To
 existing topics (TOPIC_ALREADY_EXISTS), partition and replication counts (INVALID_PARTITIONS,
 INVALID_REPLICATION_FACTOR), assignments (INVALID_REPLICA_ASSIGNMENT) and '.'/'_' collisions
 (INVALID_TOPIC_EXCEPTION) are validated as Kafka's controller does, with its messages. A name
-given twice in one request answers INVALID_REQUEST for it. With validate_only nothing is created
-but the answer is the same. From v5 the answer carries the topic's id, partition count,
+given twice in one request answers INVALID_REQUEST for it. A request asking for more than 10,000
+partitions in all is refused whole with POLICY_VIOLATION, as Kafka's controller refuses it, and so
+is a topic whose logs would not fit this broker's open-file limit. With validate_only nothing is
+created but the answer is the same. From v5 the answer carries the topic's id, partition count,
 replication factor and every config with its value and source.
 
 Version notes: v0-1 (no validate-only error messages) are not served; v5 is flexible and
@@ -19,6 +21,7 @@ from __future__ import annotations
 import collections
 import logging
 
+from kcli.broker.metadata.cluster import check_partitions_per_request
 from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 19
@@ -30,6 +33,10 @@ log = logging.getLogger(__name__)
 def handle(ctx, request):
     broker = ctx.broker
     names = collections.Counter(t.name for t in request.topics)
+    try:
+        check_partitions_per_request(sum(_new_partitions(broker, topic) for topic in request.topics))
+    except KcliError as e:
+        return {"topics": [_failed(topic.name, e.error_code, str(e)) for topic in request.topics]}
     results = []
     for topic in request.topics:
         if names[topic.name] > 1:
@@ -37,6 +44,15 @@ def handle(ctx, request):
             continue
         results.append(_create(broker, topic, request.validate_only, ctx.api_version))
     return {"topics": results}
+
+
+def _new_partitions(broker, topic) -> int:
+    """The partitions the request asks for this topic (Kafka counts a default count as its value)."""
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == -1:
+        return broker.metadata.default_num_partitions
+    return max(0, topic.num_partitions)
 
 
 def _create(broker, topic, validate_only: bool, version: int) -> dict:

@@ -58,6 +58,24 @@ _ONE_UUID = uuid.UUID(int=1)
 # Kafka purges config change notifications older than this (ZkNodeChangeNotificationListener).
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 _TOPIC_CONFIGS = zk.config_entity_type_path(zk.CONFIG_TYPE_TOPICS)
+# Kafka's controller creates at most this many partitions per CreateTopics or CreatePartitions
+# request (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH) and refuses a larger request whole
+# with POLICY_VIOLATION. Checked before anything is allocated for the new partitions.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+# Called with the replicas of the partitions an operation is about to add; raises KafkaError to
+# refuse them (the broker checks its open-file budget).
+NewPartitionsCheck = Callable[[Mapping[int, Sequence[int]]], None]
+
+
+def check_partitions_per_request(new_partitions: int) -> None:
+    """POLICY_VIOLATION when one request would create more than MAX_PARTITIONS_PER_REQUEST."""
+    if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise KafkaError(
+            ErrorCode.POLICY_VIOLATION,
+            f"Excessively large number of partitions per request: {new_partitions} new partitions, "
+            f"at most {MAX_PARTITIONS_PER_REQUEST}.",
+        )
 
 
 def random_uuid() -> uuid.UUID:
@@ -178,8 +196,10 @@ class ClusterMetadata:
         default_num_partitions: int = 1,
         default_replication_factor: int = 1,
         rng: random.Random | None = None,
+        new_partitions_check: NewPartitionsCheck | None = None,
     ) -> None:
         self.store = store
+        self._new_partitions_check = new_partitions_check
         self.default_num_partitions = default_num_partitions
         self.default_replication_factor = default_replication_factor
         self._rng = rng if rng is not None else random.Random()
@@ -373,6 +393,8 @@ class ClusterMetadata:
             replicas = self._manual_assignment(assignment, num_partitions, replication_factor, brokers)
         else:
             replicas = self._placed_assignment(num_partitions, replication_factor, brokers)
+        if self._new_partitions_check is not None:
+            self._new_partitions_check(replicas)
         topic = self._new_topic(name, random_uuid(), replicas, overrides)
         if validate_only:
             return topic
@@ -415,6 +437,7 @@ class ClusterMetadata:
                 ErrorCode.INVALID_REQUEST,
                 "A manual partition assignment was specified, but numPartitions was not set to -1.",
             )
+        check_partitions_per_request(len(assignment))
         registered = set(brokers)
         expected: int | None = None
         for replicas in assignment.values():
@@ -451,6 +474,7 @@ class ClusterMetadata:
                 prefix + f"The target replication factor of {replication_factor} cannot be reached because "
                 f"only {len(brokers)} broker(s) are registered.",
             )
+        check_partitions_per_request(num_partitions)
         return assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=self._rng)
 
     def _new_topic(
@@ -574,11 +598,14 @@ class ClusterMetadata:
         self._check_growable(name, current, new_total)
         brokers = sorted(set(live_brokers)) if live_brokers is not None else self.registered_brokers()
         existing = len(current.partitions)
+        check_partitions_per_request(new_total - existing)
         first_replicas = current.partitions[min(current.partitions)]
         if assignment is not None:
             added = _manual_new_partitions(assignment, existing, new_total - existing, len(first_replicas), brokers)
         else:
             added = _placed_new_partitions(brokers, first_replicas, existing, new_total - existing)
+        if self._new_partitions_check is not None:
+            self._new_partitions_check(added)
         topic = self.topic(name) or self._load_topic(name)
         assert topic is not None
         partitions = dict(topic.partitions)
