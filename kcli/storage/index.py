@@ -161,6 +161,18 @@ class AbstractIndex:
         self._entries = entries
         self._entries_changed()
 
+    def truncate_to_entries(self, entries: int) -> None:
+        """Keep the first ``entries`` entries: how an append that failed takes back its entry.
+
+        The slots given up are zeroed (through the mapping: their pages are already there), so no
+        entry of an undone append is left in the file for a later load to find."""
+        if entries < self._entries:
+            if self._mmap is not None:
+                start, end = entries * self.ENTRY_SIZE, min(self._entries * self.ENTRY_SIZE, self._length)
+                if end > start:
+                    self._mmap[start:end] = bytes(end - start)
+            self._truncate_to_entries(entries)
+
     def truncate(self) -> None:
         """Remove every entry."""
         self._truncate_to_entries(0)
@@ -178,8 +190,11 @@ class AbstractIndex:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        os.ftruncate(self._fd, rounded)
-        self._map(self._fd)
+        try:
+            os.ftruncate(self._fd, rounded)
+        finally:
+            # Mapped again even when the length could not change, so lookups keep working.
+            self._map(self._fd)
         if self._entries > self._max_entries:
             self._entries = self._max_entries
         self._entries_changed()
