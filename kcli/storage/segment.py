@@ -410,6 +410,26 @@ class LogSegment:
             next_offset = last_offset + 1
         return next_offset
 
+    def find_invalid_tail(self) -> tuple[int, str] | None:
+        """Whether the segment ends on a whole, valid batch, checked from its last index entry on
+        (a few batches at most): None when it does, else the position where it stops doing so and why.
+
+        What a clean shutdown lets the loader skip recovery for is checked this cheaply: a file
+        cut (or grown) after the shutdown shows here."""
+        size = self.log.size
+        position = self.offset_index.lookup(self.offset_index.last_offset).position
+        if position > size:
+            return position, f"its last index entry points at position {position}, past its end at {size}"
+        try:
+            for batch_position, batch in self.log.batches(position):
+                batch.validate()
+                position = batch_position + batch.size_in_bytes
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            return position, str(exc)
+        if position != size:
+            return position, f"{size - position} bytes after the last whole batch do not form one"
+        return None
+
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> TimestampAndOffset | None:
         """The first record with a timestamp >= ``timestamp`` and an offset >= ``starting_offset``."""
         entry = self.time_index.lookup(timestamp)

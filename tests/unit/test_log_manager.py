@@ -66,6 +66,28 @@ def test_shutdown_writes_checkpoints_and_marker_and_a_restart_loads_every_dir(tm
 
 
 def test_the_marker_decides_whether_logs_are_recovered(tmp_path):
+    config = LogConfig(index_interval_bytes=1)
+    manager = LogManager(dirs(tmp_path), config)
+    log = manager.get_or_create_log("t", 0)
+    log.append(batch(1))
+    log.append(batch(2))
+    manager.shutdown()
+    segment = log.dir / "00000000000000000000.log"
+    # A flipped byte in the first batch, before the last index entry: a clean restart's cheap
+    # check of the tail does not read it, a recovery does.
+    data = bytearray(segment.read_bytes())
+    data[len(batch(1)) - 1] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    LogManager(dirs(tmp_path), config).shutdown()  # clean: taken as it is
+    assert segment.stat().st_size == 2 * len(batch(1))
+    (tmp_path / "d1" / ".kafka_cleanshutdown").unlink()
+    restarted = LogManager(dirs(tmp_path), config)  # unclean: recovered
+    assert segment.stat().st_size == 0
+    assert restarted.get_log("t", 0).log_end_offset == 0
+    restarted.shutdown()
+
+
+def test_a_clean_marker_is_not_trusted_over_a_tail_that_is_no_whole_batch(tmp_path):
     manager = LogManager(dirs(tmp_path))
     log = manager.get_or_create_log("t", 0)
     log.append(batch(1))
@@ -73,10 +95,7 @@ def test_the_marker_decides_whether_logs_are_recovered(tmp_path):
     segment = log.dir / "00000000000000000000.log"
     with open(segment, "ab") as f:
         f.write(b"\x00" * 10)
-    LogManager(dirs(tmp_path)).shutdown()  # clean: taken as it is
-    assert segment.stat().st_size == len(batch(1)) + 10
-    (tmp_path / "d1" / ".kafka_cleanshutdown").unlink()
-    restarted = LogManager(dirs(tmp_path))  # unclean: recovered
+    restarted = LogManager(dirs(tmp_path))
     assert segment.stat().st_size == len(batch(1))
     assert restarted.get_log("t", 0).log_end_offset == 1
     restarted.shutdown()
