@@ -336,7 +336,11 @@ class Log:
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (a leader calls it when elected)."""
         with self._lock:
-            self.leader_epoch_cache.assign(epoch, start_offset)
+            self._check_online()
+            try:
+                self.leader_epoch_cache.assign(epoch, start_offset)
+            except OSError as exc:
+                raise KafkaStorageError(f"Could not write the leader epoch checkpoint of {self.dir.name} in dir {self.dir.parent}: {exc}") from None
 
     # -- appending ---------------------------------------------------------------------------------
 
@@ -800,22 +804,27 @@ class Log:
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
         """DeleteRecords: move the log start offset up to at most the high watermark."""
         with self._lock:
+            self._check_online()
             if new_log_start_offset > self._high_watermark:
                 raise OffsetOutOfRangeError(
                     f"Cannot increment the log start offset to {new_log_start_offset} of partition {self.dir.name} "
                     f"since it is larger than the high watermark {self._high_watermark}"
                 )
-            return self._increment_log_start_offset(new_log_start_offset)
+            try:
+                return self._increment_log_start_offset(new_log_start_offset)
+            except OSError as exc:
+                raise KafkaStorageError(f"Could not move the log start offset of {self.dir.name} in dir {self.dir.parent}: {exc}") from None
 
     def _increment_log_start_offset(self, offset: int) -> bool:
         if offset <= self._log_start_offset:
             return False
+        # The epoch checkpoint first: when the disk refuses it, nothing has moved.
+        self.leader_epoch_cache.truncate_from_start(offset)
         self._log_start_offset = offset
         if self._high_watermark < offset:
             self._high_watermark = offset
         if self._recovery_point < offset:
             self._recovery_point = offset
-        self.leader_epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
         log.info("Incremented log start offset of %s to %d", self.dir.name, offset)
         return True

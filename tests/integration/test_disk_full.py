@@ -22,7 +22,10 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from kcli.errors import ErrorCode  # noqa: E402
+from kcli.storage.records import NewRecord, build_batch, iter_batches  # noqa: E402
 from tests.broker_process import BrokerProcess  # noqa: E402
+from tests.wire_client import WireClient, code  # noqa: E402
 
 TOPIC = "full"
 TINY_REFUSED = 300
@@ -139,5 +142,55 @@ def test_full_disk_refusals_leave_the_log_as_it_was_and_acknowledged_records_sur
             assert not served_refused, f"{len(served_refused)} refused records were served, e.g. {sorted(served_refused)[:3]}"
             assert {value: offset for offset, value in records} == acknowledged
             assert [offset for offset, _ in records] == list(range(len(records)))
+        finally:
+            broker.kill()
+
+
+def _fill(disk: Path) -> Path:
+    ballast = disk / "ballast"
+    with open(ballast, "wb") as file:
+        try:
+            while True:
+                file.write(b"\0" * 65536)
+                file.flush()
+        except OSError:
+            pass
+    return ballast
+
+
+def test_a_full_disk_is_answered_with_kafka_error_codes_and_logged_once(tmp_path):
+    with tmpfs(tmp_path / "disk") as disk:
+        broker = _start(disk / "logs")
+        try:
+            with WireClient("127.0.0.1", broker.port) as client:
+                assert code(client.create_topic(TOPIC).error_code) == ErrorCode.NONE
+                first = build_batch([NewRecord(None, b"kept", 1)])
+                assert code(client.produce(TOPIC, 0, first).error_code) == ErrorCode.NONE
+                ballast = _fill(disk)
+                big = build_batch([NewRecord(None, os.urandom(256 * 1024), 2)])
+                for _ in range(20):
+                    answer = client.produce(TOPIC, 0, big)
+                    assert code(answer.error_code) == ErrorCode.KAFKA_STORAGE_ERROR, answer
+                created = client.create_topic("during")
+                assert code(created.error_code) == ErrorCode.KAFKA_STORAGE_ERROR, created
+                found = client.call(10, 3, {"key": "a-group", "key_type": 0})
+                assert code(found.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+                # The connection is still served, and what was acknowledged is still read.
+                assert client.list_offset(TOPIC, 0, -1) == (ErrorCode.NONE, 1)
+                fetched = client.fetch(TOPIC, 0, 0)
+                assert code(fetched.error_code) == ErrorCode.NONE
+                assert [r.value for b in iter_batches(fetched.records) for r in b.records()] == [b"kept"]
+            refusals = [line for line in broker.log_lines if "Writes to log dir" in line]
+            assert len(refusals) == 1, refusals
+            assert not [line for line in broker.log_lines if "Traceback" in line]
+            # A shutdown on the full disk is a shutdown, and the next start finds every record.
+            assert broker.stop() == 0
+            assert any("shut down completed" in line for line in broker.log_lines)
+            assert not [line for line in broker.log_lines if "could not start" in line]
+            ballast.unlink()
+            broker.start()
+            with WireClient("127.0.0.1", broker.port) as client:
+                assert client.list_offset(TOPIC, 0, -1) == (ErrorCode.NONE, 1)
+                assert code(client.produce(TOPIC, 0, first).error_code) == ErrorCode.NONE
         finally:
             broker.kill()

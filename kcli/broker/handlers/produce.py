@@ -58,6 +58,11 @@ def handle(ctx, request):
                     {"batch_index": index, "batch_index_error_message": message} for index, message in getattr(e, "record_errors", ())
                 ]
                 log.debug("Produce to %s-%d failed: %s", topic.name, data.index, e)
+            except OSError as e:
+                failed = True  # the log turns its own disk errors into KafkaStorageError; this is a safety net
+                result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                result["error_message"] = str(e)
+                log.warning("Produce to %s-%d failed: %s", topic.name, data.index, e)
             except Exception:
                 failed = True
                 result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
