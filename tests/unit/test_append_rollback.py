@@ -245,3 +245,24 @@ def test_a_shutdown_that_cannot_write_leaves_no_clean_shutdown_marker(tmp_path, 
     reopened = LogManager([tmp_path / "a"], LogConfig())
     assert reopened.get_log("t", 0).log_end_offset == 1
     reopened.shutdown()
+
+
+def test_a_cleaning_the_disk_refuses_leaves_the_log_and_no_cleaned_file(tmp_path, faults):
+    from kcli.storage.log_cleaner import Cleaner, Throttler
+    from kcli.storage.log_cleaner_manager import LogToClean, cleanable_offsets
+    from kcli.storage.offset_map import OffsetMap
+
+    log = Log.open(tmp_path / "t-0", LogConfig(cleanup_policy=("compact",), segment_bytes=1024))
+    for i in range(40):  # every record but the first is its key's latest: each group has records to keep
+        log.append(build_batch([NewRecord(b"key-%d" % (i % 39), b"value-%d" % i, 1_000)]))
+    log.update_high_watermark(log.log_end_offset)
+    log.roll()
+    before = state_of(log)
+    faults.fail("pwrite", ".log.cleaned")
+    offsets = cleanable_offsets(log, None, 10_000)
+    cleaner = Cleaner(0, OffsetMap(1 << 20), 64 * 1024, 1 << 20, 0.9, Throttler(1e300))
+    with pytest.raises(OSError):
+        cleaner.clean(LogToClean((log.topic, log.partition), log, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset))
+    assert faults.hits
+    assert not list(log.dir.glob("*.cleaned"))
+    assert state_of(log) == before
