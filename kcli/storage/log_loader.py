@@ -310,11 +310,20 @@ def rebuild_producer_state(
             start = max(segment.base_offset, replay_from, log_start_offset)
             manager.update_map_end_offset(start)
             if segment.base_offset in snapshot_at:
-                manager.take_snapshot()
+                _try_snapshot(manager)
             holds_last_offset = next_base is None or next_base > last_offset
             _replay_segment(manager, segment, start, last_offset if holds_last_offset else None)
     manager.update_map_end_offset(last_offset)
-    manager.take_snapshot(skip_if_empty=True)
+    _try_snapshot(manager, skip_if_empty=True)
+
+
+def _try_snapshot(manager: ProducerStateManager, *, skip_if_empty: bool = False) -> None:
+    """Snapshots taken while rebuilding only spare the next rebuild some reading: one the disk
+    refuses (a full disk) is skipped, and the log is loaded all the same."""
+    try:
+        manager.take_snapshot(skip_if_empty=skip_if_empty)
+    except OSError as exc:
+        log.warning("Could not write a producer snapshot of %s at offset %d: %s", manager.dir, manager.map_end_offset, exc)
 
 
 def _replay_segment(manager: ProducerStateManager, segment: LogSegment, start_offset: int, stop_offset: int | None) -> None:

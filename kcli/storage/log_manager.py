@@ -17,6 +17,7 @@ is warned about once per dir; a dir whose shutdown could not write everything ge
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -77,6 +78,8 @@ class LogManager:
         self._dir_locks: list[int] = []
         self._cleaner: LogCleaner | None = None
         self.failure_channel = LogDirFailureChannel()
+        # Partitions whose dir went offline while loading: not created again in another dir.
+        self._offline_partitions: set[tuple[str, int]] = set()
         try:
             for log_dir in self.log_dirs:
                 log_dir.mkdir(parents=True, exist_ok=True)
@@ -88,16 +91,39 @@ class LogManager:
             self.load_logs()
 
     def load_logs(self) -> None:
-        """Open (recovering when needed) every partition log of every dir; done once, at start."""
+        """Open (recovering when needed) every partition log of every dir; done once, at start.
+
+        A dir whose loading fails with an I/O error goes offline, as in Kafka: its partitions are
+        not served (nor created again elsewhere) and the other dirs load; when no dir is left, the
+        start fails."""
         try:
             for log_dir in self.log_dirs:
-                self._load_logs(log_dir)
+                try:
+                    self._load_logs(log_dir)
+                except OSError as exc:
+                    self._load_failed(log_dir, exc)
+            if self.log_dirs and not self.online_log_dirs():
+                raise KcliError(f"No log dir could be loaded: {'; '.join(f'{d}: {self.failure_channel.offline_reason(d)}' for d in self.log_dirs)}")
         except BaseException:
             for existing in self._logs.values():
                 existing.close()
             self._logs.clear()
             self._release_locks()
             raise
+
+    def _load_failed(self, log_dir: Path, exc: OSError) -> None:
+        for key, loaded in list(self._logs.items()):
+            if loaded.dir.parent == log_dir:
+                loaded.close_handlers()
+                del self._logs[key]
+        with contextlib.suppress(OSError):
+            for child in log_dir.iterdir():
+                with contextlib.suppress(KcliError):
+                    self._offline_partitions.add(parse_topic_partition_name(child.name))
+        # Loading may have changed some of its logs before failing: the next start recovers them.
+        with contextlib.suppress(OSError):
+            remove_clean_shutdown_marker(log_dir)
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, f"Error while loading logs in dir {log_dir}: {exc}")
 
     # -- configs -----------------------------------------------------------------------------------
 
@@ -175,6 +201,8 @@ class LogManager:
                         f"but log already contained topic ID {existing.topic_id}"
                     )
                 return existing
+            if (topic, partition) in self._offline_partitions:
+                raise KafkaStorageError(f"The log of {topic}-{partition} is in an offline log dir")
             log_dir = self._next_log_dir()
             created = Log.open(
                 log_dir / log_dir_name(topic, partition),

@@ -266,3 +266,16 @@ def test_a_cleaning_the_disk_refuses_leaves_the_log_and_no_cleaned_file(tmp_path
     assert faults.hits
     assert not list(log.dir.glob("*.cleaned"))
     assert state_of(log) == before
+
+
+def test_producer_snapshots_the_disk_refuses_while_loading_do_not_stop_the_load(tmp_path, faults):
+    log = Log.open(tmp_path / "t-0", LogConfig())
+    for sequence in range(3):
+        log.append(batch(sequence))
+    log.close_handlers()  # a crash: no snapshot at the end
+    faults.fail("fsync", ".snapshot.tmp")
+    reopened = Log.open(tmp_path / "t-0", LogConfig(), had_clean_shutdown=False)
+    assert faults.hits
+    assert reopened.log_end_offset == 3
+    assert reopened.producer_state.producers[PRODUCER_ID].last_seq == 2
+    assert not list(reopened.dir.glob("*.tmp"))

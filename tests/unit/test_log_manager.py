@@ -201,3 +201,46 @@ def test_a_manager_that_never_loaded_leaves_no_marker_and_frees_its_dirs(tmp_pat
     again = LogManager([tmp_path])  # the lock was released
     again.shutdown()
     assert has_clean_shutdown_marker(tmp_path)
+
+
+def test_a_dir_that_fails_to_load_goes_offline_and_the_others_are_served(tmp_path, monkeypatch):
+    import errno
+
+    from kcli.errors import ErrorCode, KafkaStorageError
+    from kcli.storage import log_manager as log_manager_module
+
+    manager = LogManager(dirs(tmp_path))
+    in_d1, in_d2 = manager.get_or_create_log("t", 0), manager.get_or_create_log("t", 1)
+    assert (in_d1.dir.parent.name, in_d2.dir.parent.name) == ("d1", "d2")
+    in_d1.append(batch(1))
+    in_d2.append(batch(1))
+    manager.shutdown()
+
+    real_open = log_manager_module.Log.open
+
+    def failing_open(directory, *args, **kwargs):
+        if Path(directory).parent.name == "d1":
+            raise OSError(errno.EIO, "Input/output error")
+        return real_open(directory, *args, **kwargs)
+
+    monkeypatch.setattr(log_manager_module.Log, "open", failing_open)
+    restarted = LogManager(dirs(tmp_path))
+    assert restarted.failure_channel.offline_dirs == [tmp_path / "d1"]
+    assert restarted.get_log("t", 0) is None
+    assert restarted.get_log("t", 1).log_end_offset == 1
+    # The partition of the offline dir is not created again, empty, in the other dir.
+    with pytest.raises(KafkaStorageError) as raised:
+        restarted.get_or_create_log("t", 0)
+    assert raised.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert restarted.get_or_create_log("t", 2).dir.parent.name == "d2"
+    restarted.shutdown()
+    assert not (tmp_path / "d1" / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "d2" / ".kafka_cleanshutdown").exists()
+
+    monkeypatch.setattr(log_manager_module.Log, "open", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EIO, "Input/output error")))
+    with pytest.raises(KcliError, match="No log dir could be loaded"):
+        LogManager(dirs(tmp_path))
+    monkeypatch.undo()
+    again = LogManager(dirs(tmp_path))  # the dirs were released
+    assert again.get_log("t", 0).log_end_offset == 1
+    again.shutdown()
