@@ -80,10 +80,15 @@ class LogManager:
         self.failure_channel = LogDirFailureChannel()
         # Partitions whose dir went offline while loading: not created again in another dir.
         self._offline_partitions: set[tuple[str, int]] = set()
+        # Dirs that could not even be locked (a read-only or failed disk): offline once loading.
+        self._unusable_dirs: dict[Path, OSError] = {}
         try:
             for log_dir in self.log_dirs:
-                log_dir.mkdir(parents=True, exist_ok=True)
-                self._dir_locks.append(_lock_dir(log_dir))
+                try:
+                    log_dir.mkdir(parents=True, exist_ok=True)
+                    self._dir_locks.append(_lock_dir(log_dir))
+                except OSError as exc:
+                    self._unusable_dirs[log_dir] = exc
         except BaseException:
             self._release_locks()
             raise
@@ -99,6 +104,9 @@ class LogManager:
         try:
             for log_dir in self.log_dirs:
                 try:
+                    unusable = self._unusable_dirs.get(log_dir)
+                    if unusable is not None:
+                        raise unusable
                     self._load_logs(log_dir)
                 except OSError as exc:
                     self._load_failed(log_dir, exc)
@@ -178,6 +186,13 @@ class LogManager:
         remove_clean_shutdown_marker(log_dir)
 
     # -- logs --------------------------------------------------------------------------------------
+
+    def is_partition_offline(self, topic: str, partition: int) -> bool:
+        """Whether the partition's log is in a dir that went offline (Kafka's HostedPartition.Offline)."""
+        if (topic, partition) in self._offline_partitions:
+            return True
+        found = self._logs.get((topic, partition))
+        return found is not None and found.is_offline
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))

@@ -194,3 +194,39 @@ def test_a_full_disk_is_answered_with_kafka_error_codes_and_logged_once(tmp_path
                 assert code(client.produce(TOPIC, 0, first).error_code) == ErrorCode.NONE
         finally:
             broker.kill()
+
+
+def test_a_read_only_log_dir_goes_offline_and_the_other_dir_keeps_serving(tmp_path):
+    with tmpfs(tmp_path / "disk") as disk:
+        dirs = [tmp_path / "d1", disk / "d2"]
+        broker = BrokerProcess(tmp_path / "d1", {"broker.id": "0", "log.dirs": ",".join(map(str, dirs))}).start()
+        try:
+            with WireClient("127.0.0.1", broker.port) as client:
+                assert code(client.create_topic(TOPIC, partitions=2).error_code) == ErrorCode.NONE
+                for partition in (0, 1):
+                    assert code(client.produce(TOPIC, partition, build_batch([NewRecord(None, b"kept", 1)])).error_code) == ErrorCode.NONE
+            assert (disk / "d2" / f"{TOPIC}-1").is_dir(), "the second partition was expected in the second dir"
+            assert broker.stop() == 0
+            subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+            try:
+                broker.start()
+                with WireClient("127.0.0.1", broker.port) as client:
+                    refused = build_batch([NewRecord(None, b"refused", 2)])
+                    assert code(client.produce(TOPIC, 1, refused).error_code) == ErrorCode.KAFKA_STORAGE_ERROR
+                    assert code(client.fetch(TOPIC, 1, 0).error_code) == ErrorCode.KAFKA_STORAGE_ERROR
+                    assert client.list_offset(TOPIC, 1, -1)[0] == ErrorCode.KAFKA_STORAGE_ERROR
+                    assert code(client.produce(TOPIC, 0, build_batch([NewRecord(None, b"served", 2)])).error_code) == ErrorCode.NONE
+                    assert client.list_offset(TOPIC, 0, -1) == (ErrorCode.NONE, 2)
+                offline = [line for line in broker.log_lines if "is offline" in line]
+                assert len(offline) == 1 and str(disk / "d2") in offline[0], offline
+                assert not [line for line in broker.log_lines if "Traceback" in line]
+                assert broker.stop() == 0
+            finally:
+                subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=False)
+            broker.start()
+            with WireClient("127.0.0.1", broker.port) as client:
+                assert client.list_offset(TOPIC, 1, -1) == (ErrorCode.NONE, 1)
+                fetched = client.fetch(TOPIC, 1, 0)
+                assert [r.value for b in iter_batches(fetched.records) for r in b.records()] == [b"kept"]
+        finally:
+            broker.kill()
