@@ -147,6 +147,7 @@ class Log:
     ) -> None:
         self.dir = directory
         self.failure_channel = failure_channel or LogDirFailureChannel()
+        self._log_dir = directory.parent  # the log dir holding this partition's directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self.config = config
         self.leader_epoch_cache = leader_epoch_cache
@@ -218,12 +219,12 @@ class Log:
     @property
     def is_offline(self) -> bool:
         """True once an I/O error took this log's dir offline (``log_dir_failure``)."""
-        return self.failure_channel.is_offline(self.dir.parent)
+        return self.failure_channel.is_offline(self._log_dir)
 
     def _check_online(self) -> None:
-        if self.failure_channel.is_offline(self.dir.parent):
+        if self.failure_channel.is_offline(self._log_dir):
             raise KafkaStorageError(
-                f"The log dir {self.dir.parent} holding {self.dir.name} is offline: {self.failure_channel.offline_reason(self.dir.parent)}"
+                f"The log dir {self.dir.parent} holding {self.dir.name} is offline: {self.failure_channel.offline_reason(self._log_dir)}"
             )
 
     @contextlib.contextmanager
@@ -238,7 +239,7 @@ class Log:
     def _dir_failed(self, what: str, exc: BaseException) -> KafkaStorageError:
         """Take this log's dir offline after an I/O error that left the log unsure; the error to raise."""
         message = f"{what} {self.dir.name} in dir {self.dir.parent}: {exc}"
-        self.failure_channel.maybe_add_offline_log_dir(self.dir.parent, message)
+        self.failure_channel.maybe_add_offline_log_dir(self._log_dir, message)
         return KafkaStorageError(message)
 
     # -- offsets -----------------------------------------------------------------------------------
@@ -393,11 +394,11 @@ class Log:
             except OSError as exc:
                 # Every write step was undone: the log is as it was, and the next append may succeed.
                 message = f"Error while appending records to {self.dir.name} in dir {self.dir.parent}: {exc}"
-                self.failure_channel.write_refused(self.dir.parent, str(exc))
+                self.failure_channel.write_refused(self._log_dir, str(exc))
                 raise KafkaStorageError(message) from None
             flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
         if not info.duplicate:
-            self.failure_channel.write_succeeded(self.dir.parent)
+            self.failure_channel.write_succeeded(self._log_dir)
             if flush_due:
                 self.flush()
         return info
@@ -486,11 +487,12 @@ class Log:
             previous, segment = segment, self._roll(first_offset)
             rolled = self._last_roll_undo if segment is not previous else None
         cache = self.leader_epoch_cache
-        epoch_entries = cache.entries
+        latest_epoch = cache.latest_epoch
+        epoch_entries = cache.entries if any(epoch != latest_epoch for epoch, _ in epochs) else None
         mark = None
         try:
             mark = segment.mark()
-            segment.append(last_offset, max_timestamp, offset_of_max_timestamp, data)
+            segment.append(last_offset, max_timestamp, offset_of_max_timestamp, data, mark)
             for epoch, start_offset in epochs:
                 if cache.latest_epoch != epoch:
                     cache.assign(epoch, start_offset)
@@ -500,7 +502,8 @@ class Log:
             try:
                 if mark is not None:
                     segment.rollback_to(mark)
-                cache.restore(epoch_entries)
+                if epoch_entries is not None:
+                    cache.restore(epoch_entries)
                 if rolled is not None:
                     rolled()
             except LogDirFailure:

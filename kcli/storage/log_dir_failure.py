@@ -33,7 +33,7 @@ class LogDirFailureChannel:
         self._listeners.append(listener)
 
     def is_offline(self, log_dir: Path) -> bool:
-        return log_dir in self._offline
+        return bool(self._offline) and log_dir in self._offline
 
     @property
     def offline_dirs(self) -> list[Path]:
@@ -63,7 +63,7 @@ class LogDirFailureChannel:
         log.warning("Writes to log dir %s fail and are refused (each one undone): %s", log_dir, message)
 
     def write_succeeded(self, log_dir: Path) -> None:
-        if log_dir not in self._refusing:
+        if not self._refusing or log_dir not in self._refusing:
             return
         with self._lock:
             if log_dir not in self._refusing:

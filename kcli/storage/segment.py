@@ -310,11 +310,19 @@ class LogSegment:
         self._rolling_based_timestamp = mark.rolling_based_timestamp
         self._bytes_since_last_index_entry = mark.bytes_since_last_index_entry
 
-    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records: bytes | bytearray | memoryview) -> None:
+    def append(
+        self,
+        largest_offset: int,
+        largest_timestamp: int,
+        offset_of_max_timestamp: int,
+        records: bytes | bytearray | memoryview,
+        mark: AppendMark | None = None,
+    ) -> None:
         """Append a record set whose last offset is ``largest_offset``, indexing it if due.
 
         All or nothing: when a step fails (the ``.log`` write, an index entry: a full disk), what
-        the earlier steps wrote is undone and the error raised; LogDirFailure when even that fails.
+        the earlier steps wrote is undone (back to ``mark``, taken now when None) and the error
+        raised; LogDirFailure when even that fails.
         """
         size = len(records)
         if size == 0:
@@ -324,7 +332,8 @@ class LogSegment:
                 f"Detected offset overflow at offset {largest_offset} in segment {self.log.path}: "
                 f"it cannot be stored relative to the base offset {self.base_offset}"
             )
-        mark = self.mark()
+        if mark is None:
+            mark = self.mark()
         try:
             self._append(largest_offset, largest_timestamp, offset_of_max_timestamp, records, size)
         except BaseException:
