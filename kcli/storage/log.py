@@ -486,6 +486,7 @@ class Log:
         if segment.should_roll(config.segment_bytes, config.segment_ms, len(data), max_timestamp, last_offset, now):
             previous, segment = segment, self._roll(first_offset)
             rolled = self._last_roll_undo if segment is not previous else None
+            self._last_roll_undo = None
         cache = self.leader_epoch_cache
         latest_epoch = cache.latest_epoch
         epoch_entries = cache.entries if any(epoch != latest_epoch for epoch, _ in epochs) else None
