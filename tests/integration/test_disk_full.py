@@ -217,6 +217,10 @@ def test_a_read_only_log_dir_goes_offline_and_the_other_dir_keeps_serving(tmp_pa
                     assert client.list_offset(TOPIC, 1, -1)[0] == ErrorCode.KAFKA_STORAGE_ERROR
                     assert code(client.produce(TOPIC, 0, build_batch([NewRecord(None, b"served", 2)])).error_code) == ErrorCode.NONE
                     assert client.list_offset(TOPIC, 0, -1) == (ErrorCode.NONE, 2)
+                    described = client.call(35, 4, {"topics": None}).results
+                    assert {r.log_dir: code(r.error_code) for r in described} == {
+                        str(dirs[0]): ErrorCode.NONE, str(dirs[1]): ErrorCode.KAFKA_STORAGE_ERROR,
+                    }
                 offline = [line for line in broker.log_lines if "is offline" in line]
                 assert len(offline) == 1 and str(disk / "d2") in offline[0], offline
                 assert not [line for line in broker.log_lines if "Traceback" in line]
