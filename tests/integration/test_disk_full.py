@@ -1,10 +1,13 @@
-"""A broker whose log dir fills up, or turns read-only, under a real client.
+"""A broker whose log dir fills up, or turns read-only, under real clients.
 
 The log dir is a 20 MB tmpfs. A topic with ``index.interval.bytes=1`` (an index entry per batch,
 so an index write can be the step that fails) is filled with 10 KB records until the disk refuses
 them, then gets many tiny single-record batches, each refused; space is freed, three more records
 are produced, and the broker is killed (-9) and restarted. Every acknowledged record must be read
-back exactly once, at the offset it was acknowledged at, and no refused record ever.
+back exactly once, at the offset it was acknowledged at, and no refused record ever. On a full
+disk every request is answered with Kafka's error codes (never a dropped connection), the broker
+logs one line for the dir rather than a traceback per batch, and stops as a shutdown. A dir
+remounted read-only goes offline while the other dir keeps serving.
 """
 
 from __future__ import annotations
