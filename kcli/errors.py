@@ -181,6 +181,17 @@ class KafkaError(KcliError):
         self.error_code = error_code
 
 
+class KafkaStorageError(KcliError):
+    """A disk error while reading or writing a log (Kafka's KafkaStorageException): retriable."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class LogDirFailure(KafkaStorageError):
+    """An I/O error that left a log's files unlike its state in memory (a failed append whose
+    undoing failed too): the log dir holding it must go offline (Kafka's LogDirFailureChannel)."""
+
+
 class UsageError(KcliError):
     """A wrong or missing command-line argument."""
 

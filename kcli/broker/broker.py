@@ -30,7 +30,7 @@ from kcli.broker.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server
-from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -243,9 +243,13 @@ class Broker:
     def _host_topic(self, topic: TopicInfo) -> None:
         for index, state in topic.partitions.items():
             if self.id in state.replicas:
-                self.replica_manager.become_leader(
-                    topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
-                )
+                try:
+                    self.replica_manager.become_leader(
+                        topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
+                    )
+                except (OSError, KafkaStorageError) as e:
+                    # A disk error: the partition stays offline (not hosted); the broker serves the others.
+                    log.error("Could not host partition %s-%d: %s", topic.name, index, e)
 
     def _on_topic_change(self, change: TopicChange) -> None:
         name, topic = change.name, change.topic

@@ -111,6 +111,8 @@ class ReplicaManager:
     def partition(self, topic: str, index: int) -> Partition:
         found = self._partitions.get((topic, index))
         if found is None:
+            if self.log_manager.is_partition_offline(topic, index):
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"The log of {topic}-{index} is in an offline log dir")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return found
 

@@ -61,4 +61,7 @@ async def _serve(config) -> None:
         await broker.shutdown(grace=0)
         raise
     await broker.wait_stopped()
-    await broker.shutdown()
+    try:
+        await broker.shutdown()
+    except OSError as e:
+        raise KcliError(f"the broker did not shut down cleanly: {e}") from None

@@ -16,6 +16,7 @@ format) and ``.kafka_cleanshutdown`` marks a clean shutdown. Every file here is 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -60,11 +61,17 @@ def write_atomically(path: Path | str, data: bytes) -> None:
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # A failed write (a full disk) leaves the old file and no half-written temporary one.
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(directory)

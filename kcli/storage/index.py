@@ -180,6 +180,17 @@ class AbstractIndex:
         self._entries = entries
         self._entries_changed()
 
+    def truncate_to_entries(self, entries: int) -> None:
+        """Keep the first ``entries`` entries: how an append that failed takes back its entry.
+
+        The slots given up are zeroed (with pwrite, like every entry: their blocks are already
+        allocated), so no entry of an undone append is left in the file for a later load to find."""
+        if entries < self._entries:
+            start, end = entries * self.ENTRY_SIZE, min(self._entries * self.ENTRY_SIZE, self._length)
+            if end > start:
+                os.pwrite(self._fd, bytes(end - start), start)
+            self._truncate_to_entries(entries)
+
     def truncate(self) -> None:
         """Remove every entry."""
         self._truncate_to_entries(0)
@@ -196,8 +207,11 @@ class AbstractIndex:
             return False
         fd = self._fd
         self._mmap = None
-        os.ftruncate(fd, rounded)
-        self._map(fd)
+        try:
+            os.ftruncate(fd, rounded)
+        finally:
+            # Mapped again even when the length could not change, so lookups keep working.
+            self._map(fd)
         if self._entries > self._max_entries:
             self._entries = self._max_entries
         self._entries_changed()

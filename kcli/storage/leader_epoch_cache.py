@@ -1,7 +1,9 @@
 """A partition's leader epochs and the offset each began at (Kafka's LeaderEpochFileCache).
 
 The entries live in memory and in ``leader-epoch-checkpoint``, rewritten atomically on every
-change. Epochs and start offsets both strictly increase from one entry to the next.
+change; the entries in memory change only once the file is written, so a failed write (a full
+disk) leaves the cache as it was. Epochs and start offsets both strictly increase from one entry
+to the next.
 """
 
 from __future__ import annotations
@@ -57,20 +59,20 @@ class LeaderEpochFileCache:
         latest = self.latest_entry
         if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
             return False
-        entries = self._entries
+        entries = list(self._entries)
         while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
             entries.pop()
         entries.append(EpochEntry(epoch, start_offset))
-        self.flush()
+        self._replace(entries)
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop the entries of epochs that start at or after ``end_offset``."""
-        entries = self._entries
+        entries = list(self._entries)
         if end_offset >= 0 and entries and entries[-1].start_offset >= end_offset:
             while entries and entries[-1].start_offset >= end_offset:
                 entries.pop()
-            self.flush()
+            self._replace(entries)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop the entries before ``start_offset``; the epoch in force there now starts at it."""
@@ -81,12 +83,19 @@ class LeaderEpochFileCache:
         while removed < len(entries) and entries[removed].start_offset <= start_offset:
             removed += 1
         first = EpochEntry(entries[removed - 1].epoch, start_offset)
-        self._entries = [first, *entries[removed:]]
-        self.flush()
+        self._replace([first, *entries[removed:]])
 
     def clear_and_flush(self) -> None:
-        self._entries = []
-        self.flush()
+        self._replace([])
+
+    def restore(self, entries: list[EpochEntry]) -> None:
+        """Put back ``entries`` (taken from ``entries`` before a change an append is undoing)."""
+        if entries != self._entries:
+            self._replace(list(entries))
+
+    def _replace(self, entries: list[EpochEntry]) -> None:
+        write_leader_epoch_checkpoint(self.path, entries)
+        self._entries = entries
 
     def epoch_for_offset(self, offset: int) -> int | None:
         """The epoch in which ``offset`` was written, if the cache knows it."""

@@ -21,19 +21,21 @@ batches.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kcli.errors import CorruptRecordError, InvalidOffsetError, KcliError, OffsetOutOfRangeError
+from kcli.errors import CorruptRecordError, InvalidOffsetError, KafkaStorageError, KcliError, LogDirFailure, OffsetOutOfRangeError
 from kcli.storage.checkpoints import PARTITION_METADATA, read_partition_metadata, write_partition_metadata
 from kcli.storage.file_records import FileSlice, TimestampAndOffset
 from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
+from kcli.storage.log_dir_failure import LogDirFailureChannel
 from kcli.storage.log_config import LOG_APPEND_TIME, LogConfig
 from kcli.storage.log_loader import LogLoader, rebuild_producer_state
 from kcli.storage.log_validator import (
@@ -141,8 +143,11 @@ class Log:
         topic_id: uuid.UUID | None = None,
         producer_state: ProducerStateManager | None = None,
         clock: Callable[[], int] = now_ms,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.dir = directory
+        self.failure_channel = failure_channel or LogDirFailureChannel()
+        self._log_dir = directory.parent  # the log dir holding this partition's directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self.config = config
         self.leader_epoch_cache = leader_epoch_cache
@@ -158,6 +163,7 @@ class Log:
         self._high_watermark = log_start_offset
         self._last_flush_time = clock()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._last_roll_undo: _RollUndo | None = None
         self._closed = False
 
     @classmethod
@@ -172,6 +178,7 @@ class Log:
         topic_id: uuid.UUID | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         clock: Callable[[], int] = now_ms,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> Log:
         """Open (creating if needed) the log in ``directory``, recovering it unless it was shut down
         cleanly, and rebuild its producer table."""
@@ -204,7 +211,36 @@ class Log:
             topic_id=topic_id,
             producer_state=producer_state,
             clock=clock,
+            failure_channel=failure_channel,
         )
+
+    # -- disk errors -------------------------------------------------------------------------------
+
+    @property
+    def is_offline(self) -> bool:
+        """True once an I/O error took this log's dir offline (``log_dir_failure``)."""
+        return self.failure_channel.is_offline(self._log_dir)
+
+    def _check_online(self) -> None:
+        if self.failure_channel.is_offline(self._log_dir):
+            raise KafkaStorageError(
+                f"The log dir {self.dir.parent} holding {self.dir.name} is offline: {self.failure_channel.offline_reason(self._log_dir)}"
+            )
+
+    @contextlib.contextmanager
+    def _disk_errors(self, what: str) -> Iterator[None]:
+        """Refuse work on an offline log; an I/O error within leaves the log unsure: its dir goes offline."""
+        self._check_online()
+        try:
+            yield
+        except (LogDirFailure, OSError) as exc:
+            raise self._dir_failed(what, exc) from None
+
+    def _dir_failed(self, what: str, exc: BaseException) -> KafkaStorageError:
+        """Take this log's dir offline after an I/O error that left the log unsure; the error to raise."""
+        message = f"{what} {self.dir.name} in dir {self.dir.parent}: {exc}"
+        self.failure_channel.maybe_add_offline_log_dir(self._log_dir, message)
+        return KafkaStorageError(message)
 
     # -- offsets -----------------------------------------------------------------------------------
 
@@ -301,7 +337,11 @@ class Log:
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (a leader calls it when elected)."""
         with self._lock:
-            self.leader_epoch_cache.assign(epoch, start_offset)
+            self._check_online()
+            try:
+                self.leader_epoch_cache.assign(epoch, start_offset)
+            except OSError as exc:
+                raise KafkaStorageError(f"Could not write the leader epoch checkpoint of {self.dir.name} in dir {self.dir.parent}: {exc}") from None
 
     # -- appending ---------------------------------------------------------------------------------
 
@@ -342,14 +382,25 @@ class Log:
         with self._lock:
             if self._closed:
                 raise KcliError(f"{self.dir.name}: the log is closed")
-            if assign_offsets:
-                built = records if type(records) is BuiltBatch else None
-                info = self._append_as_leader(view, leader_epoch, origin, log_append_time, built)
-            else:
-                info = self._append_as_follower(view)
+            self._check_online()
+            try:
+                if assign_offsets:
+                    built = records if type(records) is BuiltBatch else None
+                    info = self._append_as_leader(view, leader_epoch, origin, log_append_time, built)
+                else:
+                    info = self._append_as_follower(view)
+            except LogDirFailure as exc:
+                raise self._dir_failed("Error while appending records to", exc) from None
+            except OSError as exc:
+                # Every write step was undone: the log is as it was, and the next append may succeed.
+                message = f"Error while appending records to {self.dir.name} in dir {self.dir.parent}: {exc}"
+                self.failure_channel.write_refused(self._log_dir, str(exc))
+                raise KafkaStorageError(message) from None
             flush_due = self._log_end_offset - self._recovery_point >= self.config.flush_messages
-        if flush_due and not info.duplicate:
-            self.flush()
+        if not info.duplicate:
+            self.failure_channel.write_succeeded(self._log_dir)
+            if flush_due:
+                self.flush()
         return info
 
     def _append_as_leader(
@@ -386,9 +437,8 @@ class Log:
                 duplicate.first_offset, duplicate.last_offset, result.max_timestamp, result.offset_of_max_timestamp,
                 duplicate.timestamp, self._log_start_offset, size, result.shallow_count, result.record_count, duplicate=True,
             )
-        self._write(result.records, result.first_offset, result.last_offset, result.max_timestamp, result.offset_of_max_timestamp, now)
-        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
-            self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
+        epochs = [(leader_epoch, result.first_offset)] if leader_epoch >= 0 else []
+        self._write(result.records, result.first_offset, result.last_offset, result.max_timestamp, result.offset_of_max_timestamp, now, epochs)
         self._apply_producer_updates(staged, result.last_offset)
         return LogAppendInfo(
             result.first_offset, result.last_offset, result.max_timestamp, result.offset_of_max_timestamp, append_time,
@@ -396,7 +446,7 @@ class Log:
         )
 
     def _append_as_follower(self, view: memoryview) -> LogAppendInfo:
-        (first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count), producer_batches = (
+        (first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count), producer_batches, epochs = (
             self._check_follower_offsets(view)
         )
         size = len(view)
@@ -404,7 +454,7 @@ class Log:
         staged = []
         if producer_batches:
             _, staged = self._producer_state.analyze(producer_batches, AppendOrigin.REPLICATION)
-        self._write(view, first_offset, last_offset, max_timestamp, offset_of_max_timestamp, self._clock())
+        self._write(view, first_offset, last_offset, max_timestamp, offset_of_max_timestamp, self._clock(), epochs)
         self._apply_producer_updates(staged, last_offset)
         return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max_timestamp, -1, self._log_start_offset, size, shallow_count, record_count)
 
@@ -414,12 +464,54 @@ class Log:
                 f"Message batch size is {size} bytes in append to partition {self.dir.name} which exceeds the maximum configured segment size of {self.config.segment_bytes}."
             )
 
-    def _write(self, data: bytes | bytearray | memoryview, first_offset: int, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int, now: int) -> None:
+    def _write(
+        self,
+        data: bytes | bytearray | memoryview,
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        now: int,
+        epochs: list[tuple[int, int]],
+    ) -> None:
+        """Write an append's batches, then the leader epochs they start; all or nothing.
+
+        A step that fails (the roll, the ``.log`` write, an index entry, the epoch checkpoint)
+        leaves the files and the log's state as they were before and raises its error; when the
+        undoing fails too, LogDirFailure. The log end offset moves only once every step succeeded.
+        """
         config = self.config
         segment = self._segments[-1]
+        rolled = None
         if segment.should_roll(config.segment_bytes, config.segment_ms, len(data), max_timestamp, last_offset, now):
-            segment = self._roll(first_offset)
-        segment.append(last_offset, max_timestamp, offset_of_max_timestamp, data)
+            previous, segment = segment, self._roll(first_offset)
+            rolled = self._last_roll_undo if segment is not previous else None
+            self._last_roll_undo = None
+        cache = self.leader_epoch_cache
+        latest_epoch = cache.latest_epoch
+        epoch_entries = cache.entries if any(epoch != latest_epoch for epoch, _ in epochs) else None
+        mark = None
+        try:
+            mark = segment.mark()
+            segment.append(last_offset, max_timestamp, offset_of_max_timestamp, data, mark)
+            for epoch, start_offset in epochs:
+                if cache.latest_epoch != epoch:
+                    cache.assign(epoch, start_offset)
+        except LogDirFailure:
+            raise
+        except BaseException as exc:
+            try:
+                if mark is not None:
+                    segment.rollback_to(mark)
+                if epoch_entries is not None:
+                    cache.restore(epoch_entries)
+                if rolled is not None:
+                    rolled()
+            except LogDirFailure:
+                raise
+            except OSError as undo_exc:
+                raise LogDirFailure(f"Could not undo a failed append ({exc}): {undo_exc}") from undo_exc
+            raise
         self._log_end_offset = last_offset + 1
 
     def _apply_producer_updates(self, staged: list[ProducerAppendInfo], last_offset: int) -> None:
@@ -429,10 +521,11 @@ class Log:
         # The table moves with the log even without producers, so snapshots carry the right offset.
         producer_state.update_map_end_offset(last_offset + 1)
 
-    def _check_follower_offsets(self, view: memoryview) -> tuple[tuple[int, int, int, int, int, int], list[RecordBatch]]:
-        """Validate each batch and check that its offsets follow the log's; record new epochs.
+    def _check_follower_offsets(self, view: memoryview) -> tuple[tuple[int, int, int, int, int, int], list[RecordBatch], list[tuple[int, int]]]:
+        """Validate each batch and check that its offsets follow the log's.
 
-        Also returns the magic-2 batches that carry a producer id.
+        Also returns the magic-2 batches that carry a producer id, and the (leader epoch, base
+        offset) of each batch, for the write to record new epochs.
         """
         max_message_bytes = self.config.max_message_bytes
         n = len(view)
@@ -472,11 +565,7 @@ class Log:
             shallow_count += 1
             record_count += batch.record_count
             position += size
-        cache = self.leader_epoch_cache
-        for epoch, start in epochs:
-            if cache.latest_epoch != epoch:
-                cache.assign(epoch, start)
-        return (first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count), producer_batches
+        return (first_offset, last_offset, max_timestamp, offset_of_max_timestamp, shallow_count, record_count), producer_batches, epochs
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets and leader epochs."""
@@ -485,7 +574,13 @@ class Log:
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset."""
         with self._lock:
-            return self._roll(self._log_end_offset)
+            self._check_online()
+            try:
+                return self._roll(self._log_end_offset)
+            except LogDirFailure as exc:
+                raise self._dir_failed("Error while rolling", exc) from None
+            except OSError as exc:
+                raise KafkaStorageError(f"Error while rolling {self.dir.name} in dir {self.dir.parent}: {exc}") from None
 
     def _roll(self, expected_next_offset: int) -> LogSegment:
         new_offset = max(expected_next_offset, self._log_end_offset)
@@ -500,24 +595,41 @@ class Log:
                 f"Trying to roll a new log segment for topic partition {self.dir.name} with start offset {new_offset} "
                 f"lower than start offset of the active segment {active}"
             )
-        if active is not None:
-            active.on_become_inactive_segment()
-        segment = self._new_segment(new_offset)
-        self._segments.append(segment)
-        self._base_offsets.append(new_offset)
-        # A snapshot at each segment's base offset: recovering the segment starts from it.
-        self._producer_state.update_map_end_offset(new_offset)
-        self._producer_state.take_snapshot()
+        # All or nothing: a failed step puts back the active segment as it was (its last time index
+        # entry and trimmed indexes undone) and leaves no file of the new segment behind.
+        undo = _RollUndo(self, active)
+        try:
+            if active is not None:
+                active.on_become_inactive_segment()
+            segment = undo.segment = self._new_segment(new_offset)
+            segment.mark()  # creates its indexes: a disk that refuses them fails the roll here
+            self._segments.append(segment)
+            self._base_offsets.append(new_offset)
+            # A snapshot at each segment's base offset: recovering the segment starts from it.
+            self._producer_state.update_map_end_offset(new_offset)
+            self._producer_state.take_snapshot()
+        except BaseException as exc:
+            try:
+                undo()
+            except OSError as undo_exc:
+                raise LogDirFailure(f"Could not undo a failed roll ({exc}): {undo_exc}") from undo_exc
+            raise
+        self._last_roll_undo = undo
         return segment
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         config = self.config
-        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
-            stale = self.dir / f"{base_offset:020d}{suffix}"
+        paths = [self.dir / f"{base_offset:020d}{suffix}" for suffix in (".log", ".index", ".timeindex", ".txnindex")]
+        for stale in paths:
             if stale.exists():
                 log.warning("Newly rolled segment file %s already exists; deleting it first", stale.absolute())
                 stale.unlink()
-        return LogSegment.open_for_config(self.dir, base_offset, config, clock=self._clock)
+        try:
+            return LogSegment.open_for_config(self.dir, base_offset, config, clock=self._clock)
+        except BaseException:
+            for created in paths:
+                created.unlink(missing_ok=True)
+            raise
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -525,7 +637,7 @@ class Log:
         """Whole batches from the one holding ``start_offset``, up to ``max_bytes`` (the first batch
         even when larger, with ``min_one_message``), not past ``max_offset`` (exclusive: the high
         watermark or last stable offset for a consumer), continuing into later segments."""
-        with self._lock:
+        with self._lock, self._disk_errors("Error while reading"):
             end_offset = self._log_end_offset
             if start_offset > end_offset:
                 raise OffsetOutOfRangeError(
@@ -583,7 +695,7 @@ class Log:
         ``EARLIEST_TIMESTAMP`` (-2) and ``LATEST_TIMESTAMP`` (-1) give the log start and end
         offsets, ``MAX_TIMESTAMP`` (-3) the first record holding the largest timestamp.
         """
-        with self._lock:
+        with self._lock, self._disk_errors("Error while searching offsets of"):
             cache = self.leader_epoch_cache
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return TimestampAndOffset(NO_TIMESTAMP, self._log_start_offset, cache.epoch_for_offset(self._log_start_offset))
@@ -614,8 +726,13 @@ class Log:
             first = max(0, bisect.bisect_right(self._base_offsets, self._recovery_point) - 1)
             to_flush = [s for s in self._segments[first:] if s.base_offset < offset]
         # Syncing can take long: appends go on meanwhile, and the recovery point moves after.
-        for segment in to_flush:
-            segment.flush()
+        # A failed sync leaves unknown what reached the disk: the dir goes offline (as in Kafka).
+        self._check_online()
+        try:
+            for segment in to_flush:
+                segment.flush()
+        except OSError as exc:
+            raise self._dir_failed("Error while flushing log for", exc) from None
         with self._lock:
             if offset > self._recovery_point:
                 self._recovery_point = offset
@@ -626,6 +743,8 @@ class Log:
         were rolled since the last flush. True when something was flushed."""
         now = self._clock() if now is None else now
         with self._lock:
+            if self.is_offline:
+                return False
             rolled_up_to = self._segments[-1].base_offset
             if self._log_end_offset > self._recovery_point and now - self._last_flush_time >= self.config.flush_ms:
                 target = self._log_end_offset
@@ -642,7 +761,7 @@ class Log:
         """Remove every offset >= ``target_offset``; False when the log already ends there."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.dir.name} to a negative offset ({target_offset}).")
-        with self._lock:
+        with self._lock, self._disk_errors("Error while truncating"):
             if target_offset >= self._log_end_offset:
                 return False
             if self._segments[0].base_offset > target_offset:
@@ -664,7 +783,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete everything and start an empty log at ``new_offset``."""
-        with self._lock:
+        with self._lock, self._disk_errors("Error while truncating"):
             doomed = self._segments[:]
             self._segments.clear()
             self._base_offsets.clear()
@@ -689,22 +808,27 @@ class Log:
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
         """DeleteRecords: move the log start offset up to at most the high watermark."""
         with self._lock:
+            self._check_online()
             if new_log_start_offset > self._high_watermark:
                 raise OffsetOutOfRangeError(
                     f"Cannot increment the log start offset to {new_log_start_offset} of partition {self.dir.name} "
                     f"since it is larger than the high watermark {self._high_watermark}"
                 )
-            return self._increment_log_start_offset(new_log_start_offset)
+            try:
+                return self._increment_log_start_offset(new_log_start_offset)
+            except OSError as exc:
+                raise KafkaStorageError(f"Could not move the log start offset of {self.dir.name} in dir {self.dir.parent}: {exc}") from None
 
     def _increment_log_start_offset(self, offset: int) -> bool:
         if offset <= self._log_start_offset:
             return False
+        # The epoch checkpoint first: when the disk refuses it, nothing has moved.
+        self.leader_epoch_cache.truncate_from_start(offset)
         self._log_start_offset = offset
         if self._high_watermark < offset:
             self._high_watermark = offset
         if self._recovery_point < offset:
             self._recovery_point = offset
-        self.leader_epoch_cache.truncate_from_start(offset)
         self._producer_state.on_log_start_offset_incremented(offset)
         log.info("Incremented log start offset of %s to %d", self.dir.name, offset)
         return True
@@ -713,7 +837,7 @@ class Log:
         """Delete segments that fall below the log start offset and, for ``cleanup.policy=delete``,
         those past ``retention.bytes`` or older than ``retention.ms``; returns how many."""
         now = self._clock() if now is None else now
-        with self._lock:
+        with self._lock, self._disk_errors("Error while deleting segments of"):
             deleted = self._delete_log_start_offset_breached_segments()
             if self.config.delete:
                 deleted += self._delete_retention_size_breached_segments()
@@ -808,7 +932,7 @@ class Log:
         the cleaner got there first): the new segments would bring back offsets the log no longer has.
         """
         new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
-        with self._lock:
+        with self._lock, self._disk_errors("Error while replacing segments of"):
             present = {id(s) for s in self._segments}
             if self._closed or any(id(s) not in present for s in old_segments):
                 return False
@@ -891,7 +1015,7 @@ class Log:
 
     def take_producer_snapshot(self) -> Path | None:
         """Snapshot the producer table at the log end now (if not done there already)."""
-        with self._lock:
+        with self._lock, self._disk_errors("Error while writing a producer snapshot of"):
             return self._producer_state.take_snapshot()
 
     # -- configuration and lifetime ----------------------------------------------------------------
@@ -909,10 +1033,27 @@ class Log:
         with self._lock:
             if self._closed:
                 return
-            self._producer_state.take_snapshot(skip_if_empty=True)
-            self.delete_pending_segments(force=True)
+            if self.is_offline:
+                # Nothing more is written to an offline dir: its logs are recovered at the next start.
+                self.close_handlers()
+                return
+            try:
+                self._producer_state.take_snapshot(skip_if_empty=True)
+                self.delete_pending_segments(force=True)
+                for segment in self._segments:
+                    segment.close()
+            except OSError:
+                self.close_handlers()
+                raise
+            self._closed = True
+
+    def close_handlers(self) -> None:
+        """Release every file without writing anything (Kafka's closeHandlers)."""
+        with self._lock:
             for segment in self._segments:
-                segment.close()
+                segment.close_handlers()
+            for _, segment in self._pending_deletes:
+                segment.close_handlers()
             self._closed = True
 
     def delete(self) -> None:
@@ -935,6 +1076,34 @@ class Log:
 
     def __repr__(self) -> str:
         return f"Log({self.dir.name}, start={self._log_start_offset}, end={self._log_end_offset}, hw={self._high_watermark})"
+
+
+class _RollUndo:
+    """Takes back a roll: the new segment leaves the log with its files, the segment active before
+    gets back its time index entries and index lengths, the producer table its end offset."""
+
+    def __init__(self, log: Log, previous: LogSegment | None) -> None:
+        self.log = log
+        self.previous = previous
+        self.segment: LogSegment | None = None
+        self.map_end_offset = log.producer_state.map_end_offset
+        if previous is not None:
+            self.previous_mark = previous.mark()
+            self.previous_lengths = (previous.offset_index.length, previous.time_index.length)
+
+    def __call__(self) -> None:
+        log, segment = self.log, self.segment
+        log.producer_state.update_map_end_offset(self.map_end_offset)
+        if segment is not None:
+            if log._segments and log._segments[-1] is segment:
+                log._segments.pop()
+                log._base_offsets.pop()
+            segment.delete()
+        previous = self.previous
+        if previous is not None:
+            previous.rollback_to(self.previous_mark)
+            previous.offset_index.resize(self.previous_lengths[0])
+            previous.time_index.resize(self.previous_lengths[1])
 
 
 def _sync_dir(directory: Path) -> None:

@@ -44,7 +44,7 @@ from typing import Any
 
 from crc32c import crc32c
 
-from kcli.errors import CorruptRecordError, KcliError
+from kcli.errors import CorruptRecordError, KafkaStorageError, KcliError
 from kcli.storage.log import LastRecord, Log
 from kcli.storage.log_cleaner_manager import (
     LogCleanerManager,
@@ -409,6 +409,13 @@ class Cleaner:
                 raise LogCleaningAbortedError(f"The segments of {name} being cleaned changed meanwhile; the cleaning is aborted")
         except LogCleaningAbortedError:
             if not swapping:
+                cleaned.delete()
+            raise
+        except OSError:
+            # The disk refused the cleaner's output (a full disk): the log is untouched, and the
+            # .cleaned files go at once, giving their space back.
+            if not swapping:
+                cleaned.close_handlers()
                 cleaned.delete()
             raise
         except BaseException:
@@ -869,9 +876,11 @@ class CleanerThread(threading.Thread):
         try:
             return self._clean_filthiest_log()
         except LogCleaningError as exc:
+            # A disk error is one line (its cause says it all); anything else keeps its traceback.
+            disk_error = isinstance(exc.__cause__, (OSError, KafkaStorageError))
             log.warning(
-                "Unexpected exception thrown when cleaning log %s. Marking its partition (%s) as uncleanable",
-                exc.log, exc.log.dir.name, exc_info=exc,
+                "Unexpected exception thrown when cleaning log %s%s. Marking its partition (%s) as uncleanable",
+                exc.log, f": {exc.__cause__}" if disk_error else "", exc.log.dir.name, exc_info=None if disk_error else exc,
             )
             self.manager.mark_partition_uncleanable(exc.log.dir.parent, (exc.log.topic, exc.log.partition))
             return False

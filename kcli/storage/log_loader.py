@@ -9,7 +9,10 @@ In order:
    deleted and the swap files lose their suffix.
 3. Index files without a ``.log`` are deleted; every ``.log`` is opened as a segment. A segment
    whose offset index is missing or fails its sanity check is recovered (indexes rebuilt).
-4. Unless the log was shut down cleanly, every segment from the one holding the recovery point on
+4. A clean shutdown is trusted only when the last segment ends on a whole, valid batch (checked
+   from its last index entry on); when it does not (a file cut or damaged after the shutdown), a
+   warning names the file and position and the log is recovered as after a crash.
+   Unless the log was shut down cleanly, every segment from the one holding the recovery point on
    is recovered: each batch is checked (size, magic, CRC, increasing offsets) and the log is cut at
    the first invalid one; the segments after a cut are deleted. Nothing before the first invalid
    batch is lost.
@@ -88,6 +91,8 @@ class LogLoader:
         self._complete_swaps(swap_files)
         try:
             self._load_segment_files()
+            if self.had_clean_shutdown and self.segments:
+                self._check_clean_tail()
             recovery_point, next_offset = self._recover_log()
             self.segments[-1].resize_indexes(self.config.segment_index_bytes)
             if self.leader_epoch_cache is not None:
@@ -198,6 +203,20 @@ class LogLoader:
                     )
                     segment.recover(leader_epoch_cache=self.leader_epoch_cache)
 
+    def _check_clean_tail(self) -> None:
+        last = self.segments[-1]
+        found = last.find_invalid_tail()
+        if found is None:
+            return
+        position, reason = found
+        log.warning(
+            "Log segment %s does not end on a whole, valid batch at position %d despite a clean shutdown (%s); recovering the log",
+            last.log.path.absolute(),
+            position,
+            reason,
+        )
+        self.had_clean_shutdown = False
+
     def _recover_log(self) -> tuple[int, int]:
         """Recover the unflushed segments; returns ``(recovery point, next offset)``."""
         segments = self.segments
@@ -291,11 +310,20 @@ def rebuild_producer_state(
             start = max(segment.base_offset, replay_from, log_start_offset)
             manager.update_map_end_offset(start)
             if segment.base_offset in snapshot_at:
-                manager.take_snapshot()
+                _try_snapshot(manager)
             holds_last_offset = next_base is None or next_base > last_offset
             _replay_segment(manager, segment, start, last_offset if holds_last_offset else None)
     manager.update_map_end_offset(last_offset)
-    manager.take_snapshot(skip_if_empty=True)
+    _try_snapshot(manager, skip_if_empty=True)
+
+
+def _try_snapshot(manager: ProducerStateManager, *, skip_if_empty: bool = False) -> None:
+    """Snapshots taken while rebuilding only spare the next rebuild some reading: one the disk
+    refuses (a full disk) is skipped, and the log is loaded all the same."""
+    try:
+        manager.take_snapshot(skip_if_empty=skip_if_empty)
+    except OSError as exc:
+        log.warning("Could not write a producer snapshot of %s at offset %d: %s", manager.dir, manager.map_end_offset, exc)
 
 
 def _replay_segment(manager: ProducerStateManager, segment: LogSegment, start_offset: int, stop_offset: int | None) -> None:

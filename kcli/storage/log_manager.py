@@ -8,10 +8,16 @@ for the broker to schedule. ``start_cleaner`` starts the log cleaner's threads, 
 logs whose ``cleanup.policy`` includes ``compact`` and run retention on them; deleting or
 truncating a log stops its cleaning first. ``shutdown`` stops the cleaner, flushes, writes the
 checkpoints, closes the logs and writes the marker.
+
+Disk errors go through one ``LogDirFailureChannel`` shared by every log: a dir taken offline gets
+no more periodic work, and its shutdown writes neither checkpoints nor the marker, so the next
+start recovers it. A checkpoint that cannot be written (a full disk) keeps the one before it and
+is warned about once per dir; a dir whose shutdown could not write everything gets no marker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -21,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from kcli.errors import KcliError
+from kcli.errors import KafkaStorageError, KcliError
 from kcli.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_OFFSET_CHECKPOINT,
@@ -35,6 +41,7 @@ from kcli.storage.descriptors import LogsOnDisk, descriptors_for, logs_on_disk
 from kcli.storage.log import Log, log_dir_name, parse_topic_partition_name
 from kcli.storage.log_cleaner import CleanerConfig, LogCleaner, StepHook
 from kcli.storage.log_config import LogConfig
+from kcli.storage.log_dir_failure import LogDirFailureChannel
 from kcli.storage.segment import now_ms
 
 log = logging.getLogger(__name__)
@@ -71,10 +78,18 @@ class LogManager:
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_locks: list[int] = []
         self._cleaner: LogCleaner | None = None
+        self.failure_channel = LogDirFailureChannel()
+        # Partitions whose dir went offline while loading: not created again in another dir.
+        self._offline_partitions: set[tuple[str, int]] = set()
+        # Dirs that could not even be locked (a read-only or failed disk): offline once loading.
+        self._unusable_dirs: dict[Path, OSError] = {}
         try:
             for log_dir in self.log_dirs:
-                log_dir.mkdir(parents=True, exist_ok=True)
-                self._dir_locks.append(_lock_dir(log_dir))
+                try:
+                    log_dir.mkdir(parents=True, exist_ok=True)
+                    self._dir_locks.append(_lock_dir(log_dir))
+                except OSError as exc:
+                    self._unusable_dirs[log_dir] = exc
         except BaseException:
             self._release_locks()
             raise
@@ -82,16 +97,42 @@ class LogManager:
             self.load_logs()
 
     def load_logs(self) -> None:
-        """Open (recovering when needed) every partition log of every dir; done once, at start."""
+        """Open (recovering when needed) every partition log of every dir; done once, at start.
+
+        A dir whose loading fails with an I/O error goes offline, as in Kafka: its partitions are
+        not served (nor created again elsewhere) and the other dirs load; when no dir is left, the
+        start fails."""
         try:
             for log_dir in self.log_dirs:
-                self._load_logs(log_dir)
+                try:
+                    unusable = self._unusable_dirs.get(log_dir)
+                    if unusable is not None:
+                        raise unusable
+                    self._load_logs(log_dir)
+                except OSError as exc:
+                    self._load_failed(log_dir, exc)
+            if self.log_dirs and not self.online_log_dirs():
+                raise KcliError(f"No log dir could be loaded: {'; '.join(f'{d}: {self.failure_channel.offline_reason(d)}' for d in self.log_dirs)}")
         except BaseException:
             for existing in self._logs.values():
                 existing.close()
             self._logs.clear()
             self._release_locks()
             raise
+
+    def _load_failed(self, log_dir: Path, exc: OSError) -> None:
+        for key, loaded in list(self._logs.items()):
+            if loaded.dir.parent == log_dir:
+                loaded.close_handlers()
+                del self._logs[key]
+        with contextlib.suppress(OSError):
+            for child in log_dir.iterdir():
+                with contextlib.suppress(KcliError):
+                    self._offline_partitions.add(parse_topic_partition_name(child.name))
+        # Loading may have changed some of its logs before failing: the next start recovers them.
+        with contextlib.suppress(OSError):
+            remove_clean_shutdown_marker(log_dir)
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, f"Error while loading logs in dir {log_dir}: {exc}")
 
     # -- configs -----------------------------------------------------------------------------------
 
@@ -141,10 +182,18 @@ class LogManager:
                 recovery_point=recovery_points.get(key, 0),
                 producer_id_expiration_ms=self._producer_id_expiration_ms,
                 clock=self._clock,
+                failure_channel=self.failure_channel,
             )
         remove_clean_shutdown_marker(log_dir)
 
     # -- logs --------------------------------------------------------------------------------------
+
+    def is_partition_offline(self, topic: str, partition: int) -> bool:
+        """Whether the partition's log is in a dir that went offline (Kafka's HostedPartition.Offline)."""
+        if (topic, partition) in self._offline_partitions:
+            return True
+        found = self._logs.get((topic, partition))
+        return found is not None and found.is_offline
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -177,6 +226,8 @@ class LogManager:
                         f"but log already contained topic ID {existing.topic_id}"
                     )
                 return existing
+            if (topic, partition) in self._offline_partitions:
+                raise KafkaStorageError(f"The log of {topic}-{partition} is in an offline log dir")
             log_dir = self._next_log_dir()
             created = Log.open(
                 log_dir / log_dir_name(topic, partition),
@@ -185,18 +236,25 @@ class LogManager:
                 topic_id=topic_id,
                 producer_id_expiration_ms=self._producer_id_expiration_ms,
                 clock=self._clock,
+                failure_channel=self.failure_channel,
             )
             self._logs[(topic, partition)] = created
             log.info("Created log for partition %s-%d in %s", topic, partition, log_dir)
             return created
 
+    def online_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if not self.failure_channel.is_offline(d)]
+
     def _next_log_dir(self) -> Path:
-        counts = {d: 0 for d in self.log_dirs}
+        online = self.online_log_dirs()
+        if not online:
+            raise KafkaStorageError(f"No log dir is online to create a log in: {', '.join(map(str, self.log_dirs))} are offline")
+        counts = {d: 0 for d in online}
         for partition_log in self._logs.values():
             parent = partition_log.dir.parent
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(online, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove the partition's log and its files (its cleaning stopped first, its cleaner
@@ -284,7 +342,13 @@ class LogManager:
     def flush_dirty_logs(self, now: int | None = None) -> int:
         """Flush logs whose ``flush.ms`` has passed and segments rolled since; returns how many logs."""
         now = self._clock() if now is None else now
-        return sum(1 for partition_log in self.all_logs() if partition_log.maybe_flush(now))
+        flushed = 0
+        for partition_log in self.all_logs():
+            try:
+                flushed += partition_log.maybe_flush(now)
+            except KafkaStorageError:
+                pass  # its dir went offline, which the failure channel has logged
+        return flushed
 
     def cleanup_logs(self, now: int | None = None) -> int:
         """Retention: delete old segments and remove files whose delete delay passed.
@@ -298,33 +362,60 @@ class LogManager:
         cleaner = self._cleaner
         if cleaner is None:
             for partition_log in self.all_logs():
-                deleted += partition_log.delete_old_segments(now)
+                deleted += self._delete_old_segments(partition_log, now)
         else:
             paused = cleaner.pause_cleaning_for_non_compacted_partitions()
             try:
                 for partition_log in paused:
-                    deleted += partition_log.delete_old_segments(now)
+                    deleted += self._delete_old_segments(partition_log, now)
             finally:
                 cleaner.resume_cleaning([(l.topic, l.partition) for l in paused])
         for partition_log in self.all_logs():
-            partition_log.delete_pending_segments(now)
+            if not partition_log.is_offline:
+                partition_log.delete_pending_segments(now)
         return deleted
 
-    def checkpoint_recovery_points(self) -> None:
+    @staticmethod
+    def _delete_old_segments(partition_log: Log, now: int) -> int:
+        if partition_log.is_offline:
+            return 0
+        try:
+            return partition_log.delete_old_segments(now)
+        except KafkaStorageError:
+            return 0  # its dir went offline, which the failure channel has logged
+
+    def checkpoint_recovery_points(self) -> bool:
+        written = True
         for log_dir in self.log_dirs:
-            self._checkpoint_recovery_points_in(log_dir)
+            written &= self._checkpoint_recovery_points_in(log_dir)
+        return written
 
-    def _checkpoint_recovery_points_in(self, log_dir: Path) -> None:
+    def _checkpoint_recovery_points_in(self, log_dir: Path) -> bool:
         logs = self.logs_in_dir(log_dir)
-        write_offset_checkpoint(log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT, {(l.topic, l.partition): l.recovery_point for l in logs})
+        offsets = {(l.topic, l.partition): l.recovery_point for l in logs}
+        return self._write_checkpoint(log_dir, RECOVERY_POINT_OFFSET_CHECKPOINT, offsets)
 
-    def checkpoint_log_start_offsets(self) -> None:
+    def checkpoint_log_start_offsets(self) -> bool:
         """Write the log start offsets that are above their first segment (only those, as Kafka)."""
+        written = True
         for log_dir in self.log_dirs:
             offsets = {
                 (l.topic, l.partition): l.log_start_offset for l in self.logs_in_dir(log_dir) if l.log_start_offset > l.segments[0].base_offset
             }
-            write_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, offsets)
+            written &= self._write_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT, offsets)
+        return written
+
+    def _write_checkpoint(self, log_dir: Path, name: str, offsets: dict[tuple[str, int], int]) -> bool:
+        """Write one of the dir's offset checkpoints; False (the previous file kept, a warning once
+        per dir) when the disk refuses it, or when the dir is offline."""
+        if self.failure_channel.is_offline(log_dir):
+            return False
+        try:
+            write_offset_checkpoint(log_dir / name, offsets)
+        except OSError as exc:
+            self.failure_channel.write_refused(log_dir, f"could not write {name}: {exc}")
+            return False
+        return True
 
     def shutdown(self, broker_epoch: int | None = None) -> None:
         """Stop the cleaner, flush and close every log, write the checkpoints, then mark each dir
@@ -332,14 +423,34 @@ class LogManager:
         self.stop_cleaner()
         with self._lock:
             logs = list(self._logs.values())
+            # A dir where something could not be written is not marked clean: its next start recovers it.
+            unclean: dict[Path, str] = {d: "it is offline" for d in self.log_dirs if self.failure_channel.is_offline(d)}
             for partition_log in logs:
-                partition_log.flush()
-            self.checkpoint_recovery_points()
+                if partition_log.dir.parent in unclean:
+                    continue
+                try:
+                    partition_log.flush()
+                except KafkaStorageError as exc:
+                    unclean.setdefault(partition_log.dir.parent, str(exc))
+            for log_dir in self.log_dirs:
+                if log_dir in unclean:
+                    continue
+                if not self._checkpoint_recovery_points_in(log_dir):
+                    unclean[log_dir] = f"its {RECOVERY_POINT_OFFSET_CHECKPOINT} could not be written"
             self.checkpoint_log_start_offsets()
             for partition_log in logs:
-                partition_log.close()
+                try:
+                    partition_log.close()
+                except OSError as exc:
+                    unclean.setdefault(partition_log.dir.parent, f"closing {partition_log.dir.name} failed: {exc}")
             for log_dir in self.log_dirs:
-                write_clean_shutdown_marker(log_dir, broker_epoch)
+                if log_dir not in unclean:
+                    try:
+                        write_clean_shutdown_marker(log_dir, broker_epoch)
+                        continue
+                    except OSError as exc:
+                        unclean[log_dir] = f"the clean-shutdown marker could not be written: {exc}"
+                log.warning("Log dir %s was not shut down cleanly (%s); its logs are recovered at the next start", log_dir, unclean[log_dir])
             self._logs.clear()
             self._release_locks()
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from kcli.errors import CorruptRecordError, InvalidOffsetError, InvalidRecordError
+from kcli.errors import CorruptRecordError, InvalidOffsetError, InvalidRecordError, LogDirFailure
 from kcli.storage.file_records import INT32_MAX, FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from kcli.storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex, TimestampOffset
 
@@ -116,6 +116,17 @@ class FetchDataInfo:
 
     def __repr__(self) -> str:
         return f"FetchDataInfo({self.fetch_offset_metadata}, {self.slices}, first_entry_incomplete={self.first_entry_incomplete})"
+
+
+class AppendMark(NamedTuple):
+    """Where a segment stood before an append: what undoing the append restores."""
+
+    size: int
+    offset_index_entries: int
+    time_index_entries: int
+    max_timestamp_and_offset: TimestampOffset | None
+    rolling_based_timestamp: int | None
+    bytes_since_last_index_entry: int
 
 
 class EpochAssigner(Protocol):
@@ -272,8 +283,47 @@ class LogSegment:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records: bytes | bytearray | memoryview) -> None:
-        """Append a record set whose last offset is ``largest_offset``, indexing it if due."""
+    def mark(self) -> AppendMark:
+        """Where the segment stands now, for ``rollback_to``."""
+        return AppendMark(
+            self.log.size,
+            (self._offset_index.index or self._offset_index.get()).entries,
+            (self._time_index.index or self._time_index.get()).entries,
+            self._max_timestamp_and_offset,
+            self._rolling_based_timestamp,
+            self._bytes_since_last_index_entry,
+        )
+
+    def rollback_to(self, mark: AppendMark) -> None:
+        """Undo every append made since ``mark``: the ``.log`` is cut back (bytes a failed write left
+        past its end included), the index entries taken back, the in-memory state restored.
+
+        Raises LogDirFailure when the files cannot be put back: the segment is then unsure.
+        """
+        try:
+            self.log.truncate_to(mark.size)
+            self.offset_index.truncate_to_entries(mark.offset_index_entries)
+            self.time_index.truncate_to_entries(mark.time_index_entries)
+        except OSError as exc:
+            raise LogDirFailure(f"Could not undo a failed append to {self.log.path}: {exc}") from exc
+        self._max_timestamp_and_offset = mark.max_timestamp_and_offset
+        self._rolling_based_timestamp = mark.rolling_based_timestamp
+        self._bytes_since_last_index_entry = mark.bytes_since_last_index_entry
+
+    def append(
+        self,
+        largest_offset: int,
+        largest_timestamp: int,
+        offset_of_max_timestamp: int,
+        records: bytes | bytearray | memoryview,
+        mark: AppendMark | None = None,
+    ) -> None:
+        """Append a record set whose last offset is ``largest_offset``, indexing it if due.
+
+        All or nothing: when a step fails (the ``.log`` write, an index entry: a full disk), what
+        the earlier steps wrote is undone (back to ``mark``, taken now when None) and the error
+        raised; LogDirFailure when even that fails.
+        """
         size = len(records)
         if size == 0:
             return
@@ -282,6 +332,15 @@ class LogSegment:
                 f"Detected offset overflow at offset {largest_offset} in segment {self.log.path}: "
                 f"it cannot be stored relative to the base offset {self.base_offset}"
             )
+        if mark is None:
+            mark = self.mark()
+        try:
+            self._append(largest_offset, largest_timestamp, offset_of_max_timestamp, records, size)
+        except BaseException:
+            self.rollback_to(mark)
+            raise
+
+    def _append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records: bytes | bytearray | memoryview, size: int) -> None:
         position = self.log.append(records)
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
@@ -359,6 +418,26 @@ class LogSegment:
         for _, last_offset, _ in self.log.headers(position):
             next_offset = last_offset + 1
         return next_offset
+
+    def find_invalid_tail(self) -> tuple[int, str] | None:
+        """Whether the segment ends on a whole, valid batch, checked from its last index entry on
+        (a few batches at most): None when it does, else the position where it stops doing so and why.
+
+        What a clean shutdown lets the loader skip recovery for is checked this cheaply: a file
+        cut (or grown) after the shutdown shows here."""
+        size = self.log.size
+        position = self.offset_index.lookup(self.offset_index.last_offset).position
+        if position > size:
+            return position, f"its last index entry points at position {position}, past its end at {size}"
+        try:
+            for batch_position, batch in self.log.batches(position):
+                batch.validate()
+                position = batch_position + batch.size_in_bytes
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            return position, str(exc)
+        if position != size:
+            return position, f"{size - position} bytes after the last whole batch do not form one"
+        return None
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> TimestampAndOffset | None:
         """The first record with a timestamp >= ``timestamp`` and an offset >= ``starting_offset``."""

@@ -66,6 +66,28 @@ def test_shutdown_writes_checkpoints_and_marker_and_a_restart_loads_every_dir(tm
 
 
 def test_the_marker_decides_whether_logs_are_recovered(tmp_path):
+    config = LogConfig(index_interval_bytes=1)
+    manager = LogManager(dirs(tmp_path), config)
+    log = manager.get_or_create_log("t", 0)
+    log.append(batch(1))
+    log.append(batch(2))
+    manager.shutdown()
+    segment = log.dir / "00000000000000000000.log"
+    # A flipped byte in the first batch, before the last index entry: a clean restart's cheap
+    # check of the tail does not read it, a recovery does.
+    data = bytearray(segment.read_bytes())
+    data[len(batch(1)) - 1] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    LogManager(dirs(tmp_path), config).shutdown()  # clean: taken as it is
+    assert segment.stat().st_size == 2 * len(batch(1))
+    (tmp_path / "d1" / ".kafka_cleanshutdown").unlink()
+    restarted = LogManager(dirs(tmp_path), config)  # unclean: recovered
+    assert segment.stat().st_size == 0
+    assert restarted.get_log("t", 0).log_end_offset == 0
+    restarted.shutdown()
+
+
+def test_a_clean_marker_is_not_trusted_over_a_tail_that_is_no_whole_batch(tmp_path):
     manager = LogManager(dirs(tmp_path))
     log = manager.get_or_create_log("t", 0)
     log.append(batch(1))
@@ -73,10 +95,7 @@ def test_the_marker_decides_whether_logs_are_recovered(tmp_path):
     segment = log.dir / "00000000000000000000.log"
     with open(segment, "ab") as f:
         f.write(b"\x00" * 10)
-    LogManager(dirs(tmp_path)).shutdown()  # clean: taken as it is
-    assert segment.stat().st_size == len(batch(1)) + 10
-    (tmp_path / "d1" / ".kafka_cleanshutdown").unlink()
-    restarted = LogManager(dirs(tmp_path))  # unclean: recovered
+    restarted = LogManager(dirs(tmp_path))
     assert segment.stat().st_size == len(batch(1))
     assert restarted.get_log("t", 0).log_end_offset == 1
     restarted.shutdown()
@@ -182,3 +201,46 @@ def test_a_manager_that_never_loaded_leaves_no_marker_and_frees_its_dirs(tmp_pat
     again = LogManager([tmp_path])  # the lock was released
     again.shutdown()
     assert has_clean_shutdown_marker(tmp_path)
+
+
+def test_a_dir_that_fails_to_load_goes_offline_and_the_others_are_served(tmp_path, monkeypatch):
+    import errno
+
+    from kcli.errors import ErrorCode, KafkaStorageError
+    from kcli.storage import log_manager as log_manager_module
+
+    manager = LogManager(dirs(tmp_path))
+    in_d1, in_d2 = manager.get_or_create_log("t", 0), manager.get_or_create_log("t", 1)
+    assert (in_d1.dir.parent.name, in_d2.dir.parent.name) == ("d1", "d2")
+    in_d1.append(batch(1))
+    in_d2.append(batch(1))
+    manager.shutdown()
+
+    real_open = log_manager_module.Log.open
+
+    def failing_open(directory, *args, **kwargs):
+        if Path(directory).parent.name == "d1":
+            raise OSError(errno.EIO, "Input/output error")
+        return real_open(directory, *args, **kwargs)
+
+    monkeypatch.setattr(log_manager_module.Log, "open", failing_open)
+    restarted = LogManager(dirs(tmp_path))
+    assert restarted.failure_channel.offline_dirs == [tmp_path / "d1"]
+    assert restarted.get_log("t", 0) is None
+    assert restarted.get_log("t", 1).log_end_offset == 1
+    # The partition of the offline dir is not created again, empty, in the other dir.
+    with pytest.raises(KafkaStorageError) as raised:
+        restarted.get_or_create_log("t", 0)
+    assert raised.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert restarted.get_or_create_log("t", 2).dir.parent.name == "d2"
+    restarted.shutdown()
+    assert not (tmp_path / "d1" / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "d2" / ".kafka_cleanshutdown").exists()
+
+    monkeypatch.setattr(log_manager_module.Log, "open", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EIO, "Input/output error")))
+    with pytest.raises(KcliError, match="No log dir could be loaded"):
+        LogManager(dirs(tmp_path))
+    monkeypatch.undo()
+    again = LogManager(dirs(tmp_path))  # the dirs were released
+    assert again.get_log("t", 0).log_end_offset == 1
+    again.shutdown()

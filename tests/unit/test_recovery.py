@@ -162,14 +162,26 @@ def test_recovery_starts_at_the_segment_holding_the_recovery_point(tmp_path):
 
 def test_a_clean_shutdown_skips_recovery(tmp_path, three_batches):
     directory = write_log(tmp_path / "t-0", three_batches)
-    with open(directory / LOG0, "ab") as f:
-        f.write(three_batches[0][:20])
-    size = (directory / LOG0).stat().st_size
+    # A flipped byte in the first batch: before the last index entry, so a clean start's check of
+    # the tail does not read it; a recovery does.
+    data = bytearray((directory / LOG0).read_bytes())
+    data[len(three_batches[0]) - 1] ^= 0xFF
+    (directory / LOG0).write_bytes(bytes(data))
+    size = len(data)
     log = Log.open(directory, CONFIG, had_clean_shutdown=True)
     assert (directory / LOG0).stat().st_size == size
     assert (log.log_end_offset, log.recovery_point) == (next_offset_after(three_batches), next_offset_after(three_batches))
     log.close()
-    assert (recover(directory).log_end_offset, (directory / LOG0).stat().st_size) == (next_offset_after(three_batches), size - 20)
+    assert (recover(directory).log_end_offset, (directory / LOG0).stat().st_size) == (0, 0)
+
+
+def test_a_clean_shutdown_is_not_trusted_over_a_partial_last_batch(tmp_path, three_batches):
+    directory = write_log(tmp_path / "t-0", three_batches)
+    with open(directory / LOG0, "ab") as f:
+        f.write(three_batches[0][:20])
+    log = Log.open(directory, CONFIG, had_clean_shutdown=True)
+    assert (directory / LOG0).stat().st_size == sum(map(len, three_batches))
+    assert contents(log) == three_batches
 
 
 def test_a_corrupt_tail_despite_a_clean_shutdown_is_recovered_rather_than_failing(tmp_path, three_batches):

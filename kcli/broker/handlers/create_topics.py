@@ -8,7 +8,8 @@ INVALID_REPLICATION_FACTOR), assignments (INVALID_REPLICA_ASSIGNMENT) and '.'/'_
 (INVALID_TOPIC_EXCEPTION) are validated as Kafka's controller does, with its messages. A name
 given twice in one request answers INVALID_REQUEST for it. A request asking for more than 10,000
 partitions in all is refused whole with POLICY_VIOLATION, as Kafka's controller refuses it, and so
-is a topic whose logs would not fit this broker's open-file limit. With validate_only nothing is
+is a topic whose logs would not fit this broker's open-file limit; a creation whose metadata the
+disk refuses answers KAFKA_STORAGE_ERROR, nothing created. With validate_only nothing is
 created but the answer is the same. From v5 the answer carries the topic's id, partition count,
 replication factor and every config with its value and source.
 
@@ -70,6 +71,10 @@ def _create(broker, topic, validate_only: bool, version: int) -> dict:
         )
     except KcliError as e:
         return _failed(topic.name, e.error_code, str(e))
+    except OSError as e:
+        # The metadata could not be written (a full disk): nothing was created.
+        log.warning("Could not create topic %s: %s", topic.name, e)
+        return _failed(topic.name, ErrorCode.KAFKA_STORAGE_ERROR, f"Could not create topic {topic.name}: {e}")
     if not validate_only:
         log.info("Created topic %s with %d partition(s)", topic.name, len(info.partitions))
     result = {

@@ -6,8 +6,8 @@ minus the log end offset, never below 0, so 0 for a leader; -1 for a log this br
 host as a replica) and is_future false (kcli never moves replicas between dirs). Null topics
 mean every log; otherwise only the named partitions, and a topic none of whose partitions live
 in a dir is left out of that dir. From v4 each dir also carries the total and usable bytes of its
-file system (Long.MAX_VALUE when the size does not fit). A dir that cannot be read answers
-KAFKA_STORAGE_ERROR for that dir alone.
+file system (Long.MAX_VALUE when the size does not fit). A dir that cannot be read, or that
+went offline after a disk error, answers KAFKA_STORAGE_ERROR for that dir alone.
 
 Version notes: v0 is not served (a client sends v1, which is the same); v2 is flexible; v3 adds
 the top-level error code; v4 adds total and usable bytes.
@@ -39,6 +39,8 @@ def handle(ctx, request):
 
 def _describe_dir(broker, log_dir: Path, wanted: set[tuple[str, int]] | None) -> dict:
     path = str(log_dir)
+    if broker.log_manager.failure_channel.is_offline(log_dir):
+        return {"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": path, "topics": []}
     try:
         total, usable = _space(log_dir)
         topics = _topics(broker, log_dir, wanted)

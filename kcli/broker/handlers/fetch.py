@@ -8,7 +8,7 @@ batch. When fewer than ``min_bytes`` are available the request waits, without po
 append to one of its partitions or ``max_wait_ms``. Records go out as file ranges (sendfile for
 large ranges). Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+),
 OFFSET_OUT_OF_RANGE (below the log start offset or above the log end offset),
-FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. Incremental fetch sessions as in KIP-227
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KAFKA_STORAGE_ERROR (a log in an offline log dir). Incremental fetch sessions as in KIP-227
 (``fetch_sessions``); partitions that returned data move to the end of their session, so
 every partition gets its turn.
 
@@ -97,6 +97,8 @@ def _read_partition(replicas, key, cached: CachedPartition, max_bytes: int, min_
     topic, index = key
     partition = replicas.get(topic, index)
     if partition is None:
+        if replicas.log_manager.is_partition_offline(topic, index):
+            return _error(index, ErrorCode.KAFKA_STORAGE_ERROR)
         return _error(index, ErrorCode.UNKNOWN_TOPIC_ID if cached.topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     log = partition.log
     result = PartitionResult(index, high_watermark=partition.high_watermark, last_stable_offset=partition.last_stable_offset, log_start_offset=log.log_start_offset)

@@ -5,7 +5,7 @@ Behaviour: a group key is answered with the leader of its ``__consumer_offsets``
 topic, as Kafka's broker does: ``offsets.topic.num.partitions`` partitions,
 ``offsets.topic.replication.factor`` replicas (with fewer live brokers than that the creation
 fails, as in Kafka, and the answer stays COORDINATOR_NOT_AVAILABLE: a single broker needs
-``offsets.topic.replication.factor=1``), ``cleanup.policy=compact``, ``segment.bytes`` =
+``offsets.topic.replication.factor=1``; so does a creation the disk refuses, logged once), ``cleanup.policy=compact``, ``segment.bytes`` =
 ``offsets.topic.segment.bytes`` and ``compression.type=producer`` (the coordinator's writes use
 ``offsets.topic.compression.codec``). A partition without a live leader answers
 COORDINATOR_NOT_AVAILABLE. Transaction keys answer COORDINATOR_NOT_AVAILABLE (no transaction
@@ -80,8 +80,8 @@ def _create_offsets_topic(broker):
                 "compression.type": "producer",
             },
         )
-    except KcliError as e:
-        if e.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+    except (KcliError, OSError) as e:  # OSError: the metadata could not be written (a full disk)
+        if getattr(e, "error_code", None) == ErrorCode.TOPIC_ALREADY_EXISTS:
             existing = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME)
             if existing is not None:
                 return existing

@@ -7,7 +7,8 @@ leader epoch patched in place) to the partition's log. ``acks`` must be 0, 1 or 
 UNKNOWN_TOPIC_OR_PARTITION; an internal topic (``__consumer_offsets``, ...) answers
 INVALID_TOPIC_EXCEPTION, as only the broker writes there; a batch the log rejects answers the error its failure carries
 (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP,
-OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message. A retried batch of
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message; a disk error
+(a full disk, an offline log dir) answers KAFKA_STORAGE_ERROR and leaves nothing written. A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
@@ -58,6 +59,11 @@ def handle(ctx, request):
                     {"batch_index": index, "batch_index_error_message": message} for index, message in getattr(e, "record_errors", ())
                 ]
                 log.debug("Produce to %s-%d failed: %s", topic.name, data.index, e)
+            except OSError as e:
+                failed = True  # the log turns its own disk errors into KafkaStorageError; this is a safety net
+                result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                result["error_message"] = str(e)
+                log.warning("Produce to %s-%d failed: %s", topic.name, data.index, e)
             except Exception:
                 failed = True
                 result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
