@@ -86,6 +86,10 @@ class BrokerProcess:
                 self.port = int(match.group(1))
             if _STARTED in line:
                 self._started.set()
+        # The log ended: the process is exiting. A start still waiting learns it now, not at its
+        # timeout.
+        process.wait()
+        self._started.set()
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM and wait: a graceful shutdown. Returns the exit code."""

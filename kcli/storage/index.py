@@ -46,6 +46,21 @@ def _round_down(size: int, multiple: int) -> int:
     return size // multiple * multiple
 
 
+def _slots_before_first_hole(fd: int, length: int, entry_size: int) -> int:
+    """The slots of an index file up to its first hole (all of them when it has none).
+
+    A crash leaves the active segment's index at its preallocated size, ending in a hole that
+    Kafka counts as zero entries until recovery resets the index. Reading a hole through the
+    mapping faults in a new page on tmpfs, and on a full disk that fault is SIGBUS, which would
+    kill the broker at every start. Entries are written from the start with no gaps, so nothing
+    past the first hole is an entry: counting up to it reads only written pages."""
+    try:
+        written = os.lseek(fd, 0, os.SEEK_HOLE)
+    except OSError:  # no SEEK_HOLE on this filesystem: every slot counts, as in Kafka
+        written = length
+    return min(written, length) // entry_size
+
+
 class AbstractIndex:
     """What both indexes share: the mapping, the entry count, searches, trimming and resizing."""
 
@@ -91,9 +106,12 @@ class AbstractIndex:
             # A new index is the active segment's: its entries follow at once.
             self._writer_fd = fd
             self._unsynced = True
+            self._entries = 0
         else:
-            os.close(fd)
-        self._entries = 0 if newly_created else self._max_entries
+            try:
+                self._entries = _slots_before_first_hole(fd, self._length, self.ENTRY_SIZE) if writable else self._max_entries
+            finally:
+                os.close(fd)
         self._entries_changed()
 
     @property
