@@ -462,7 +462,9 @@ class Consumer:
             if gone:
                 await self._revoke(gone)
                 owned = [tp for tp in owned if tp.topic in self._topics]
-        assigned = await membership.join(sorted(self._topics), owned)
+        assigned = await membership.join(sorted(self._topics), owned, deadline)
+        if assigned is None:
+            return  # not joined before the poll's deadline: the next poll tries again
         assigned_set = set(assigned)
         if membership.cooperative:
             revoked = [tp for tp in owned if tp not in assigned_set]

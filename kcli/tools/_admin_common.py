@@ -244,3 +244,13 @@ def option(name: str) -> str:
 
 def zookeeper_not_available() -> KcliError:
     return KcliError("--zookeeper is not available yet: kcli's tools reach the cluster through --bootstrap-server")
+
+
+def check_brokers(*servers: str | None, props: Mapping[str, str] | None = None) -> None:
+    """Connect to each given cluster once and let go: a server that is down or is not a Kafka
+    broker fails as one line before a slow start (a Spark session) would bury it in a traceback.
+    ``props`` are client properties (``request.timeout.ms``, ...) as the command passes them on."""
+    for bootstrap in servers:
+        if bootstrap:
+            with AdminSession(client_settings(props or {}, bootstrap=bootstrap, warn=lambda _line: None)):
+                pass

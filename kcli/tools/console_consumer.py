@@ -364,7 +364,9 @@ class ConsoleConsumerSession:
         props = self.options.consumer_props
         cluster = Cluster(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
         try:
-            await self._until_stopped(cluster.any_connection())
+            timeout_ms = self.options.timeout_ms
+            bounded = None if timeout_ms == LONG_MAX else timeout_ms / 1000
+            await self._until_stopped(cluster.any_connection(timeout=bounded, timeout_setting="--timeout-ms"))
             await self._consume_on(cluster)
         except _Stopped:
             pass

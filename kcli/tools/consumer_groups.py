@@ -344,7 +344,7 @@ def _run(o: Options, settings: dict[str, Any], out: Output) -> bool:
     with SyncRunner() as runner:
         cluster = Cluster(**settings)
         try:
-            runner.run(cluster.__aenter__())
+            runner.run(cluster.any_connection(timeout=o.timeout_ms / 1000, timeout_setting="--timeout"))
             admin = GroupAdmin(cluster, timeout=o.timeout_ms / 1000)
             command = GroupCommand(o, admin, runner, out)
             if o.list_groups:

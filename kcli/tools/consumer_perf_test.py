@@ -183,6 +183,8 @@ class _Perf:
         self.join_start_ms = start_ms
         cluster = Cluster(**settings)
         try:
+            # A server that is down or is not a broker: one line and exit 1, within --timeout.
+            await cluster.any_connection(timeout=self.options.timeout_ms / 1000, timeout_setting="--timeout")
             consumer = Consumer.from_properties(cluster, self.props, warn=_config_warning)
             try:
                 total_messages, total_bytes = await self.consume(consumer)

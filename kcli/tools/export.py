@@ -43,6 +43,7 @@ def export(
     import time
 
     from kcli.errors import UsageError
+    from kcli.tools._admin_common import check_brokers
     from kcli.output import Output
     from kcli.spark import pipeline
     from kcli.spark.session import parse_conf
@@ -64,6 +65,7 @@ def export(
     }
     extra.update({k: v for k, v in bounds.items() if v is not None})
     options = pipeline.source_options(bootstrap_server=bootstrap_server, log_dirs=log_dir or [], topics=topic or [], topic_pattern=topic_pattern, extra=extra)
+    check_brokers(bootstrap_server, props={k.removeprefix("kafka."): v for k, v in extra.items() if k.startswith("kafka.")})
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli export") as spark:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F

@@ -44,6 +44,7 @@ def mirror(
     import time
 
     from kcli.errors import UsageError
+    from kcli.tools._admin_common import check_brokers
     from kcli.output import Output
     from kcli.spark import pipeline
     from kcli.spark.session import parse_conf
@@ -64,6 +65,8 @@ def mirror(
     options = pipeline.source_options(bootstrap_server=source_bootstrap_server, log_dirs=[], topics=topic or [], topic_pattern=topic_pattern, extra=extra)
     producer = {f"kafka.{k}": v for k, v in parse_conf(producer_property or []).items()}
     copied = 0
+    check_brokers(source_bootstrap_server)
+    check_brokers(target_bootstrap_server, props={k.removeprefix("kafka."): v for k, v in producer.items()})
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli mirror") as spark:
         from pyspark.sql import functions as F
 
