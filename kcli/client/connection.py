@@ -171,7 +171,8 @@ class BrokerConnection:
     async def _negotiate(self) -> None:
         version = CLIENT_MAX_VERSIONS[API_VERSIONS]
         while True:
-            answer = await self.send(API_VERSIONS, version, {"client_software_name": "kcli", "client_software_version": __version__})
+            # No timeout of its own: open() bounds the whole negotiation.
+            answer = await self.send(API_VERSIONS, version, {"client_software_name": "kcli", "client_software_version": __version__}, timeout=None)
             ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
             code = _code(answer.error_code)
             if code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
