@@ -29,7 +29,10 @@ with key: K, value: V with error: ...`` as its one line and exits 1.
 Beyond Kafka: ``--input json`` reads one JSON object per line in the shape
 ``console-consumer --output json`` writes (``kcli/tools/record_json.py``): ``value`` (required),
 ``key``, ``headers``, ``partition`` and ``timestamp``; null, UTF-8 text or ``{"base64": ...}``
-for bytes. Blank lines are skipped.
+for bytes. Blank lines are skipped. Each record goes to the partition it names
+(``--keep-partitions``, the default: a copy keeps every record in its partition, and a partition
+the topic lacks is one line naming it and both ways out), or with ``--no-keep-partitions`` to
+the one the partitioner picks from its key, as for plain input.
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ def console_producer(
     producer_property: Annotated[Optional[list[str]], typer.Option("--producer-property", help="A mechanism to pass user-defined properties in the form key=value to the producer. ")] = None,
     producer_config: Annotated[Optional[str], typer.Option("--producer.config", help="Producer config properties file. Note that [producer-property] takes precedence over this config.")] = None,
     input: Annotated[InputFormat, typer.Option("--input", help="plain: lines as Kafka's LineMessageReader reads them; json: one record per line in the shape console-consumer --output json writes.")] = InputFormat.plain,
+    keep_partitions: Annotated[bool, typer.Option("--keep-partitions/--no-keep-partitions", help="With --input json: send each record to the partition it names (an error when the topic lacks it), or let the partitioner choose (by key) as for plain input.")] = True,
 ) -> None:
     from kcli.errors import UsageError
 
@@ -129,7 +133,7 @@ def console_producer(
     }
     props = producer_properties(servers, compression_codec, flags, producer_property or [], producer_config)
     reader_props = reader_properties(topic, property or [], reader_config)
-    _run(topic, props, reader_props, sync, input)
+    _run(topic, props, reader_props, sync, input, keep_partitions)
 
 
 # Kafka's defaults for the flags that set producer properties (ConsoleProducer's option specs).
@@ -286,15 +290,15 @@ def java_split(pattern, text: str) -> list[str]:  # type: ignore[no-untyped-def]
 # -- running -----------------------------------------------------------------------------------------
 
 
-def _run(topic: str, props: dict[str, str], reader_props: dict[str, str], sync: bool, input_format: InputFormat) -> None:
+def _run(topic: str, props: dict[str, str], reader_props: dict[str, str], sync: bool, input_format: InputFormat, keep_partitions: bool = True) -> None:
     from kcli.client.sync import SyncRunner
 
     reader = LineReader(reader_props) if input_format is InputFormat.plain else None
     with SyncRunner() as runner:
-        runner.run(_produce(topic, props, reader, sync))
+        runner.run(_produce(topic, props, reader, sync, keep_partitions))
 
 
-async def _produce(topic: str, props: dict[str, str], reader: LineReader | None, sync: bool) -> None:
+async def _produce(topic: str, props: dict[str, str], reader: LineReader | None, sync: bool, keep_partitions: bool = True) -> None:
     import sys
 
     from kcli.client.producer import Producer
@@ -302,6 +306,7 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
 
     producer = Producer.from_properties(None, props)
     failure: list[str] = []
+    partition_count = 0  # of the topic, as last looked up; a record's own partition is checked against it
 
     def describe(key: bytes | None, value: bytes | None) -> str:
         key_text = "null" if key is None else f"{len(key)} bytes"
@@ -326,6 +331,16 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
                 if not line.strip():
                     continue
                 key, value, headers, partition, timestamp = _json_record(line, number)
+                if not keep_partitions:
+                    partition = None
+                elif partition is not None and partition >= partition_count:
+                    partition_count = await _partition_count(producer, topic)
+                    if partition >= partition_count:
+                        raise KcliError(
+                            f"The record on line number {number} names partition {partition}, and topic {topic} has {partition_count} "
+                            f"partition(s): --keep-partitions (the default) sends each record to its own partition; create {topic} "
+                            f"with at least {partition + 1} partitions, or pass --no-keep-partitions to let the partitioner choose"
+                        )
             try:
                 future = await producer.send(topic, value, key, headers, partition, timestamp)
             except KafkaError as exc:  # no metadata or memory within max.block.ms, an invalid topic
@@ -346,6 +361,14 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
         await producer.close()
     if failure:
         raise KcliError(failure[0])
+
+
+async def _partition_count(producer, topic: str) -> int:  # type: ignore[no-untyped-def]
+    """The topic's partition count, asked of the cluster afresh (the topic is created first when
+    the broker auto-creates topics, as a send would create it)."""
+    await producer.wait_for_topic(topic)
+    metadata = await producer.cluster.refresh([topic])
+    return len(metadata.topics[topic].partitions)
 
 
 def _json_record(line: str, number: int):  # type: ignore[no-untyped-def]
