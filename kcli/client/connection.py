@@ -105,7 +105,7 @@ class _AnswerStream(FrameStream):
 
     def size_refused(self, size: int) -> None:
         self.connection._fail(NotAKafkaBroker(refused_frame_message(self.connection.address, size, self.max_frame_size)))
-        self.transport.close()
+        self.close()
 
     def stream_ended(self, exc: Exception | None) -> None:
         self.connection._fail(exc or asyncio.IncompleteReadError(b"", None))
