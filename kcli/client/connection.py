@@ -299,9 +299,10 @@ class BrokerConnection:
 
 
 def refused_frame_message(address: str, size: int, limit: int) -> str:
-    """One line for a size prefix the client refuses: the size, the limit (as Java's client words
-    its ``Invalid receive (size = N larger than M)``), and what the four bytes look like when
-    they are text or a TLS record, which is what such peers usually are."""
+    """One line for a size prefix the client refuses: the size and the limit (the facts of Kafka's
+    ``Invalid receive (size = N larger than M)``, which Java's clients never raise, having no
+    limit: KAFKA-4090), and what the four bytes look like when they are text or a TLS record,
+    which is what such peers usually are."""
     prefix = size.to_bytes(4, "big", signed=True)
     message = f"{address} is not a Kafka broker: it answered a frame of {size} bytes"
     message += f" (a Kafka answer is 0 to {limit} bytes here)" if size < 0 else f", larger than the {limit} the client accepts"
