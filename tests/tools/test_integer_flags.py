@@ -101,3 +101,32 @@ def test_the_console_consumer_checks_its_request_timeout_alike(monkeypatch, caps
     )
     assert code == 1
     assert "Error: Invalid value 2147483648 for configuration request.timeout.ms: Not a number of type INT" in err.splitlines()
+
+
+# -- the integer fields of console-producer --input json -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"value": "x", "partition": 2**31}, '"partition" must be an int32'),
+        ({"value": "x", "timestamp": 2**63}, '"timestamp" must be an int64'),
+        ({"value": "x", "partition": -5}, "Invalid partition: -5. Partition number should always be non-negative or null."),
+        ({"value": "x", "timestamp": -5}, "Invalid timestamp: -5. Timestamp should always be non-negative or null."),
+        ({"value": "x", "partition": True}, '"partition" must be an int32'),
+    ],
+)
+def test_json_record_integers_are_checked_as_kafka_types(record, message):
+    from kcli.errors import UsageError
+    from kcli.tools.record_json import record_from_json
+
+    with pytest.raises(UsageError) as refused:
+        record_from_json(record)
+    assert str(refused.value) == message
+
+
+def test_json_record_integers_take_their_whole_range_and_minus_one_is_no_timestamp():
+    from kcli.tools.record_json import record_from_json
+
+    assert record_from_json({"value": "x", "partition": 2**31 - 1, "timestamp": 2**63 - 1})[3:] == (2**31 - 1, 2**63 - 1)
+    assert record_from_json({"value": "x", "partition": 0, "timestamp": -1})[3:] == (0, None)
