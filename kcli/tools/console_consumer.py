@@ -347,6 +347,7 @@ class ConsoleConsumerSession:
         import signal
 
         from kcli.client.cluster import Cluster
+        from kcli.client.consumer import Consumer
 
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
@@ -365,10 +366,16 @@ class ConsoleConsumerSession:
         props = self.options.consumer_props
         cluster = Cluster(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
         try:
+            # The settings are checked before any connection, as Kafka's ConsumerConfig is.
+            consumer = Consumer.from_properties(cluster, props, warn=_config_warning)
             timeout_ms = self.options.timeout_ms
             bounded = None if timeout_ms == LONG_MAX else timeout_ms / 1000
-            await self._until_stopped(cluster.any_connection(timeout=bounded, timeout_setting="--timeout-ms"))
-            await self._consume_on(cluster)
+            try:
+                await self._until_stopped(cluster.any_connection(timeout=bounded, timeout_setting="--timeout-ms"))
+            except BaseException:
+                await consumer.close(commit=False)  # never subscribed: nothing to commit or leave
+                raise
+            await self._consume_on(consumer)
         except _Stopped:
             pass
         finally:
@@ -376,10 +383,7 @@ class ConsoleConsumerSession:
                 loop.remove_signal_handler(s)
             await cluster.close()
 
-    async def _consume_on(self, cluster: Any) -> None:
-        from kcli.client.consumer import Consumer
-
-        consumer = Consumer.from_properties(cluster, self.options.consumer_props, warn=_config_warning)
+    async def _consume_on(self, consumer: Any) -> None:
         try:
             await self._until_stopped(self._start(consumer))
             await self._process(consumer)

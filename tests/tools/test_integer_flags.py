@@ -130,3 +130,28 @@ def test_json_record_integers_take_their_whole_range_and_minus_one_is_no_timesta
 
     assert record_from_json({"value": "x", "partition": 2**31 - 1, "timestamp": 2**63 - 1})[3:] == (2**31 - 1, 2**63 - 1)
     assert record_from_json({"value": "x", "partition": 0, "timestamp": -1})[3:] == (0, None)
+
+
+# -- the consumer's integer settings (--consumer-property, --consumer.config) ---------------------------
+
+
+def test_every_integer_consumer_setting_is_checked_against_its_kafka_type():
+    from kcli.client.consumer import CONSUMER_PROPERTIES
+    from kcli.errors import KcliError
+
+    numeric = {name: convert for name, (_kw, convert) in CONSUMER_PROPERTIES.items() if hasattr(convert, "kafka_type")}
+    assert {n for n in CONSUMER_PROPERTIES if n.endswith((".ms", ".bytes", ".records"))} <= set(numeric)
+    for name, convert in numeric.items():
+        too_big = 2**31 if convert.kafka_type == "INT" else 2**63
+        with pytest.raises(KcliError) as refused:
+            convert(name, str(too_big))
+        assert str(refused.value) == f"Invalid value {too_big} for configuration {name}: Not a number of type {convert.kafka_type}"
+        assert convert(name, str(too_big - 1)) == too_big - 1
+
+
+def test_a_consumer_setting_outside_its_type_is_refused_before_connecting(monkeypatch, capsys):
+    code, err = run_main(
+        ["console-consumer", "--bootstrap-server", "127.0.0.1:9", "--topic", "t", "--consumer-property", "fetch.max.bytes=99999999999"], monkeypatch, capsys
+    )
+    assert code == 1
+    assert "Error: Invalid value 99999999999 for configuration fetch.max.bytes: Not a number of type INT" in err.splitlines()
