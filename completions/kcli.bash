@@ -117,7 +117,7 @@ _kcli() {
                 --producer.config) COMPREPLY=(); return ;;
                 --input) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --sync --compression-codec --batch-size --message-send-max-retries --retry-backoff-ms --timeout --request-required-acks --request-timeout-ms --metadata-expiry-ms --max-block-ms --max-memory-bytes --max-partition-memory-bytes --line-reader --socket-buffer-size --property --reader-config --producer-property --producer.config --input --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --sync --compression-codec --batch-size --message-send-max-retries --retry-backoff-ms --timeout --request-required-acks --request-timeout-ms --metadata-expiry-ms --max-block-ms --max-memory-bytes --max-partition-memory-bytes --line-reader --socket-buffer-size --property --reader-config --producer-property --producer.config --input --keep-partitions --no-keep-partitions --help" -- "$cur")) ;;
         "consumer-groups")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

@@ -128,6 +128,7 @@ complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l reader-con
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l producer-property -x -d 'A mechanism to pass user-defined properties in the form key=value to the producer'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l producer.config -x -d 'Producer config properties file'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l input -x -a 'plain json' -d 'plain: lines as Kafka\'s LineMessageReader reads them; json: one record per line in the shape console-consumer --output json writes'
+complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l keep-partitions -l no-keep-partitions -d 'With --input json: send each record to the partition it names (an error when the topic lacks it), or let the partitioner choose (by key) as for plain input'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l help -d 'Show this message and exit'
 
 # consumer-groups

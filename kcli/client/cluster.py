@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from kcli.client.connection import BrokerConnection, BrokerUnreachable, error_code
+from kcli.client.connection import ANSWER_OVERHEAD_BYTES, MAX_ANSWER_BYTES, BrokerConnection, BrokerUnreachable, NotAKafkaBroker, error_code
 from kcli.errors import ErrorCode, KafkaError, UsageError
 
 METADATA = 3
@@ -117,6 +117,7 @@ class Cluster:
         self.retries = retries
         self.retry_backoff = retry_backoff
         self.retry_backoff_max = retry_backoff_max
+        self.max_answer_bytes = MAX_ANSWER_BYTES
         self.metadata = Metadata()
         self._connections: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
@@ -142,8 +143,26 @@ class Cluster:
 
     # -- connections ---------------------------------------------------------------------------------
 
-    async def any_connection(self) -> BrokerConnection:
-        """A live connection to some broker: a known one, else the first bootstrap that answers."""
+    def allow_answers_of(self, fetch_max_bytes: int) -> None:
+        """Accept answers as large as a Fetch of ``fetch_max_bytes`` may be, on every connection
+        (librdkafka raises receive.message.max.bytes to fetch.max.bytes + 512 alike)."""
+        self.max_answer_bytes = max(self.max_answer_bytes, min(fetch_max_bytes + ANSWER_OVERHEAD_BYTES, 0x7FFFFFFF))
+        for connection in [*self._connections.values(), self._bootstrap_connection]:
+            if connection is not None:
+                connection.max_answer_bytes = self.max_answer_bytes
+
+    async def open_connection(self, host: str, port: int, *, timeout: float | None = None, timeout_setting: str = "request.timeout.ms") -> BrokerConnection:
+        """A new connection to ``host:port`` with this cluster's answer limit, ready within the
+        request timeout (or ``timeout``, named ``timeout_setting``, when that is shorter)."""
+        if timeout is None or timeout >= self.request_timeout:
+            timeout, timeout_setting = self.request_timeout, "request.timeout.ms"
+        return await BrokerConnection.open(
+            host, port, client_id=self.client_id, timeout=timeout, max_answer_bytes=self.max_answer_bytes, timeout_setting=timeout_setting
+        )
+
+    async def any_connection(self, *, timeout: float | None = None, timeout_setting: str = "request.timeout.ms") -> BrokerConnection:
+        """A live connection to some broker: a known one, else the first bootstrap that answers
+        (within ``timeout`` when given and shorter than the request timeout; see open_connection)."""
         for connection in self._connections.values():
             if not connection.closed:
                 return connection
@@ -152,11 +171,13 @@ class Cluster:
         failures = []
         for host, port in self.bootstrap:
             try:
-                self._bootstrap_connection = await BrokerConnection.open(host, port, client_id=self.client_id, timeout=min(self.request_timeout, 10.0))
+                self._bootstrap_connection = await self.open_connection(host, port, timeout=timeout, timeout_setting=timeout_setting)
                 return self._bootstrap_connection
             except KafkaError as exc:
-                failures.append(str(exc))
-        raise BrokerUnreachable("no bootstrap server reachable: " + "; ".join(failures))
+                failures.append(exc)
+        if len(failures) == 1 and isinstance(failures[0], NotAKafkaBroker):
+            raise failures[0]
+        raise BrokerUnreachable("no bootstrap server reachable: " + "; ".join(map(str, failures)))
 
     async def connection(self, node_id: int) -> BrokerConnection:
         """The connection to broker ``node_id``, opened on first use."""
@@ -171,9 +192,7 @@ class Cluster:
                 node = self.metadata.brokers.get(node_id)
                 if node is None:
                     raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"broker {node_id} is not in the cluster's metadata")
-            task = asyncio.get_running_loop().create_task(
-                BrokerConnection.open(node.host, node.port, client_id=self.client_id, timeout=min(self.request_timeout, 10.0))
-            )
+            task = asyncio.get_running_loop().create_task(self.open_connection(node.host, node.port))
             self._connecting[node_id] = task
         try:
             connection = await asyncio.shield(task)

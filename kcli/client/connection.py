@@ -30,7 +30,15 @@ _SIZE = struct.Struct(">i")
 _FRAMED_HEADER = struct.Struct(">ihhih")  # size, then request header v1
 _ERROR_CODE = struct.Struct(">h")
 API_VERSIONS = 18
-MAX_ANSWER_BYTES = 0x7FFFFFFF  # answers are as large as the client asked for; only a negative size is wrong
+# The largest answer frame the client reads (librdkafka's receive.message.max.bytes default). A
+# size prefix above it is refused before anything is allocated: such a peer is not answering as a
+# Kafka broker (an HTTP server's "HTTP" reads as 1213486160). Fetch answers stay below it unless
+# fetch.max.bytes asks for more, and the fetcher raises the limit with it.
+MAX_ANSWER_BYTES = 100_000_000
+# How much more than fetch.max.bytes a Fetch answer may be: its headers around the records.
+ANSWER_OVERHEAD_BYTES = 512
+# Kafka's socket.connection.setup.timeout.ms default: how long a TCP connect may take.
+CONNECT_TIMEOUT = 10.0
 
 # The highest version kcli's client sends of each API. Versions above these change a request's
 # shape in ways the client does not use (Fetch v13+ names topics by id only, FindCoordinator v4+
@@ -77,18 +85,26 @@ class UnsupportedVersion(KafkaError):
         super().__init__(ErrorCode.UNSUPPORTED_VERSION, message)
 
 
+class NotAKafkaBroker(KafkaError):
+    """The peer answered with a frame no Kafka broker sends (a size prefix out of bounds); asking
+    it again would not help, so it is not retriable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.UNKNOWN_SERVER_ERROR, message)
+
+
 class _AnswerStream(FrameStream):
     """The answers coming back on a connection, handed to the connection that asked."""
 
-    def __init__(self, connection: BrokerConnection) -> None:
-        super().__init__(MAX_ANSWER_BYTES)
+    def __init__(self, connection: BrokerConnection, max_answer_bytes: int) -> None:
+        super().__init__(max_answer_bytes)
         self.connection = connection
 
     def frame_received(self, body: bytes | memoryview) -> None:
         self.connection._answer(body)
 
     def size_refused(self, size: int) -> None:
-        self.connection._fail(ConnectionError(f"the broker sent a frame of size {size}"))
+        self.connection._fail(NotAKafkaBroker(refused_frame_message(self.connection.address, size, self.max_frame_size)))
         self.close()
 
     def stream_ended(self, exc: Exception | None) -> None:
@@ -98,11 +114,11 @@ class _AnswerStream(FrameStream):
 class BrokerConnection:
     """A connected broker. Create with ``await BrokerConnection.open(host, port)``."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(self, host: str, port: int, client_id: str, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
-        self._stream = _AnswerStream(self)
+        self._stream = _AnswerStream(self, max_answer_bytes)
         self._client_id_bytes = client_id.encode()
         self._correlation = itertools.count(1)
         self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
@@ -111,14 +127,27 @@ class BrokerConnection:
         self.versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
-    async def open(cls, host: str, port: int, *, client_id: str = "kcli", timeout: float = 10.0) -> BrokerConnection:
-        connection = cls(host, port, client_id)
+    async def open(
+        cls, host: str, port: int, *, client_id: str = "kcli", timeout: float = 30.0, connect_timeout: float = CONNECT_TIMEOUT,
+        max_answer_bytes: int = MAX_ANSWER_BYTES, timeout_setting: str = "request.timeout.ms",
+    ) -> BrokerConnection:
+        """Connect (within ``connect_timeout``, Kafka's socket.connection.setup.timeout.ms) and
+        negotiate versions (ApiVersions answered within ``timeout``, which the user set as
+        ``timeout_setting``: the error names it)."""
+        connection = cls(host, port, client_id, max_answer_bytes)
+        connect_timeout = min(connect_timeout, timeout)
         try:
-            await asyncio.wait_for(asyncio.get_running_loop().create_connection(lambda: connection._stream, host, port), timeout)
+            await asyncio.wait_for(asyncio.get_running_loop().create_connection(lambda: connection._stream, host, port), connect_timeout)
         except (OSError, asyncio.TimeoutError) as exc:
-            raise BrokerUnreachable(f"cannot connect to {host}:{port}: {_reason(exc)}") from None
+            reason = f"no connection within {connect_timeout:g} s" if isinstance(exc, asyncio.TimeoutError) else _reason(exc)
+            raise BrokerUnreachable(f"cannot connect to {host}:{port}: {reason}") from None
         try:
             await asyncio.wait_for(connection._negotiate(), timeout)
+        except asyncio.TimeoutError:
+            await connection.close()
+            raise BrokerUnreachable(
+                f"{host}:{port} accepted the connection but did not answer ApiVersions within {timeout:g} s ({timeout_setting})"
+            ) from None
         except BaseException:
             await connection.close()
             raise
@@ -128,12 +157,22 @@ class BrokerConnection:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def max_answer_bytes(self) -> int:
+        """The largest answer frame read; a larger size prefix fails the connection unread."""
+        return self._stream.max_frame_size
+
+    @max_answer_bytes.setter
+    def max_answer_bytes(self, value: int) -> None:
+        self._stream.max_frame_size = value
+
     # -- versions ------------------------------------------------------------------------------------
 
     async def _negotiate(self) -> None:
         version = CLIENT_MAX_VERSIONS[API_VERSIONS]
         while True:
-            answer = await self.send(API_VERSIONS, version, {"client_software_name": "kcli", "client_software_version": __version__})
+            # No timeout of its own: open() bounds the whole negotiation.
+            answer = await self.send(API_VERSIONS, version, {"client_software_name": "kcli", "client_software_version": __version__}, timeout=None)
             ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
             code = _code(answer.error_code)
             if code == ErrorCode.UNSUPPORTED_VERSION and version > 0:
@@ -191,6 +230,8 @@ class BrokerConnection:
         For callers that encode their own bodies and take answers in callbacks (the producer);
         they apply back-pressure themselves (``drain``).
         """
+        if isinstance(self._failure, NotAKafkaBroker):
+            raise self._failure
         if self._failure is not None:
             raise BrokerUnreachable(f"connection to {self.address} is closed: {_reason(self._failure)}")
         correlation_id = next(self._correlation)
@@ -242,7 +283,7 @@ class BrokerConnection:
     def _fail(self, exc: Exception) -> None:
         if self._failure is None:
             self._failure = exc
-        error = BrokerUnreachable(f"connection to {self.address} lost: {_reason(exc)}")
+        error = exc if isinstance(exc, NotAKafkaBroker) else BrokerUnreachable(f"connection to {self.address} lost: {_reason(exc)}")
         for _api_key, _version, future in self._pending.values():
             if not future.done():
                 future.set_exception(error)
@@ -255,6 +296,23 @@ class BrokerConnection:
     async def close(self) -> None:
         self._fail(ConnectionResetError("closed"))
         self._stream.close()
+
+
+def refused_frame_message(address: str, size: int, limit: int) -> str:
+    """One line for a size prefix the client refuses: the size and the limit (the facts of Kafka's
+    ``Invalid receive (size = N larger than M)``, which Java's clients never raise, having no
+    limit: KAFKA-4090), and what the four bytes look like when they are text or a TLS record,
+    which is what such peers usually are."""
+    prefix = size.to_bytes(4, "big", signed=True)
+    message = f"{address} is not a Kafka broker: it answered a frame of {size} bytes"
+    message += f" (a Kafka answer is 0 to {limit} bytes here)" if size < 0 else f", larger than the {limit} the client accepts"
+    if prefix[0] in (0x15, 0x16) and prefix[1] == 0x03:
+        message += "; its first bytes are a TLS record: is it an SSL listener? kcli speaks PLAINTEXT only"
+    elif all(0x20 <= b < 0x7F for b in prefix):
+        message += f"; its first bytes read {prefix.decode('ascii')!r}"
+        if prefix == b"HTTP":
+            message += ": an HTTP server"
+    return message
 
 
 def _decode(api_key: int, version: int, frame: bytes | memoryview) -> Any:

@@ -66,11 +66,26 @@ Callback = Callable[[list[TopicPartition]], Any]
 CONSUMER_PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {}
 
 
-def _int(name: str, value: str) -> int:
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise KcliError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+def _number(kafka_type: str, minimum: int | None = None) -> Callable[[str, str], int]:
+    """ConfigDef's INT (32 bits) or LONG (64) parse, and its ``atLeast`` check, in its words."""
+    bits = 32 if kafka_type == "INT" else 64
+
+    def convert(name: str, value: str) -> int:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+        if number is None or not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+            raise KcliError(f"Invalid value {value} for configuration {name}: Not a number of type {kafka_type}")
+        if minimum is not None and number < minimum:
+            raise KcliError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+        return number
+
+    convert.kafka_type = kafka_type  # type: ignore[attr-defined]
+    return convert
+
+
+_int = _number("INT")
 
 
 def _bool(name: str, value: str) -> bool:
@@ -114,21 +129,21 @@ CONSUMER_PROPERTIES.update(
         "group.instance.id": ("group_instance_id", _string),
         "auto.offset.reset": ("auto_offset_reset", _choice("latest", "earliest", "none")),
         "enable.auto.commit": ("enable_auto_commit", _bool),
-        "auto.commit.interval.ms": ("auto_commit_interval_ms", _int),
+        "auto.commit.interval.ms": ("auto_commit_interval_ms", _number("INT", 0)),
         "isolation.level": ("isolation_level", _choice("read_uncommitted", "read_committed")),
-        "fetch.min.bytes": ("fetch_min_bytes", _int),
-        "fetch.max.wait.ms": ("fetch_max_wait_ms", _int),
-        "fetch.max.bytes": ("fetch_max_bytes", _int),
-        "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _int),
+        "fetch.min.bytes": ("fetch_min_bytes", _number("INT", 0)),
+        "fetch.max.wait.ms": ("fetch_max_wait_ms", _number("INT", 0)),
+        "fetch.max.bytes": ("fetch_max_bytes", _number("INT", 0)),
+        "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _number("INT", 0)),
         "max.poll.records": ("max_poll_records", _int),
         "session.timeout.ms": ("session_timeout_ms", _int),
         "heartbeat.interval.ms": ("heartbeat_interval_ms", _int),
-        "max.poll.interval.ms": ("max_poll_interval_ms", _int),
+        "max.poll.interval.ms": ("max_poll_interval_ms", _number("INT", 1)),
         "partition.assignment.strategy": ("partition_assignment_strategy", _strategies),
         "check.crcs": ("check_crcs", _bool),
         "exclude.internal.topics": ("exclude_internal_topics", _bool),
         "client.id": ("client_id", _string),
-        "metadata.max.age.ms": ("metadata_max_age_ms", _int),
+        "metadata.max.age.ms": ("metadata_max_age_ms", _number("LONG", 0)),
         "allow.auto.create.topics": ("allow_auto_create_topics", _bool),
     }
 )
@@ -462,7 +477,9 @@ class Consumer:
             if gone:
                 await self._revoke(gone)
                 owned = [tp for tp in owned if tp.topic in self._topics]
-        assigned = await membership.join(sorted(self._topics), owned)
+        assigned = await membership.join(sorted(self._topics), owned, deadline)
+        if assigned is None:
+            return  # not joined before the poll's deadline: the next poll tries again
         assigned_set = set(assigned)
         if membership.cooperative:
             revoked = [tp for tp in owned if tp not in assigned_set]

@@ -316,6 +316,7 @@ class Fetcher:
         auto_offset_reset: str = "latest",
     ) -> None:
         self.cluster = cluster
+        cluster.allow_answers_of(max(fetch_max_bytes, max_partition_fetch_bytes))
         self.read_committed = isolation_level == "read_committed"
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_wait_ms = fetch_max_wait_ms

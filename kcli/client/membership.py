@@ -203,7 +203,7 @@ class GroupMembership:
             if node is None:
                 self.cluster.forget_coordinator(self.group_id)
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"coordinator {node_id} of group {self.group_id} is not in the metadata")
-        self._connection = await BrokerConnection.open(node.host, node.port, client_id=self.cluster.client_id, timeout=min(self.cluster.request_timeout, 10.0))
+        self._connection = await self.cluster.open_connection(node.host, node.port)
         self._connection_node = node_id
         return self._connection
 
@@ -230,12 +230,16 @@ class GroupMembership:
 
     # -- join and sync -------------------------------------------------------------------------------
 
-    async def join(self, topics: list[str], owned: list[TopicPartition]) -> list[TopicPartition]:
-        """Join (or rejoin) the group; returns this member's assigned partitions."""
+    async def join(self, topics: list[str], owned: list[TopicPartition], deadline: float | None = None) -> list[TopicPartition] | None:
+        """Join (or rejoin) the group; returns this member's assigned partitions, or None when
+        ``deadline`` (a ``time.monotonic()`` instant) passes first, as Java's poll gives up on
+        its timer: no retry starts after it, so a poll ends one request timeout after it at most."""
         await self._stop_heartbeat()
         attempts = 0
         while True:
             self.check_fatal()
+            if attempts and deadline is not None and time.monotonic() >= deadline:
+                return None
             try:
                 assigned = await self._join_once(topics, owned)
             except _Rejoin as again:

@@ -1,7 +1,8 @@
 """Kafka topics and Kafka log directories as Spark DataFrames (PySpark's Python Data Source API).
 
-Spark is an optional extra (``pip install 'kcli[spark]'``: ``pyspark[sql]>=4.2,<5``, pandas < 3)
-and is imported only here, lazily: nothing else in kcli imports this package.
+Spark is an optional extra (``scripts/install --spark``: the ``spark`` extra of kcli-kafka,
+``pyspark[sql]>=4.2,<5`` and pandas < 3) and is imported only here, lazily: nothing else in kcli
+imports this package.
 
 Modules
     options.py     Spark's Kafka option surface, pure Python: ``assign``/``subscribe``/

@@ -28,8 +28,16 @@ from kcli.errors import KcliError
 
 DEFAULT_MASTER = "local[*]"
 LOG4J_PROPERTIES = Path(__file__).with_name("log4j2.properties")
-INSTALL_PYSPARK = "pip install 'kcli[spark]'"
 INSTALL_JAVA = "apt-get install default-jre-headless"
+
+
+def install_pyspark() -> str:
+    """The command that adds kcli's spark extra where this kcli was installed from. Never a bare
+    ``pip install 'kcli[spark]'``: the index's "kcli" is another project."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "scripts" / "install").is_file() and (checkout / "pyproject.toml").is_file():
+        return f"{checkout / 'scripts' / 'install'} --spark"
+    return f"{sys.executable} -m pip install '<the kcli-kafka wheel or checkout kcli was installed from>[spark]'"
 
 
 class SparkUnavailableError(KcliError):
@@ -72,7 +80,7 @@ def get_spark(
         from pyspark import SparkConf, SparkContext
         from pyspark.sql import SparkSession
     except ImportError:
-        raise SparkUnavailableError(f"kcli's Spark features need PySpark: {INSTALL_PYSPARK}") from None
+        raise SparkUnavailableError(f"kcli's Spark features need PySpark: {install_pyspark()}") from None
     from kcli.spark.source import KcliSource
 
     if SparkContext._active_spark_context is not None:

@@ -97,22 +97,26 @@ def client_settings(
     if chosen_id:
         settings["client_id"] = chosen_id
     if "request.timeout.ms" in props:
-        settings["request_timeout"] = _number(props, "request.timeout.ms") / 1000
+        settings["request_timeout"] = number_setting(props, "request.timeout.ms", "INT") / 1000
     if "retries" in props:
-        settings["retries"] = int(_number(props, "retries"))
+        settings["retries"] = int(number_setting(props, "retries", "INT"))
     if "retry.backoff.ms" in props:
-        settings["retry_backoff"] = _number(props, "retry.backoff.ms") / 1000
+        settings["retry_backoff"] = number_setting(props, "retry.backoff.ms", "LONG") / 1000
     if "retry.backoff.max.ms" in props:
-        settings["retry_backoff_max"] = _number(props, "retry.backoff.max.ms") / 1000
+        settings["retry_backoff_max"] = number_setting(props, "retry.backoff.max.ms", "LONG") / 1000
     return settings
 
 
-def _number(props: Mapping[str, str], name: str) -> float:
+def number_setting(props: Mapping[str, str], name: str, kafka_type: str) -> float:
+    """A non-negative INT (Java's Integer) or LONG setting, in ConfigDef's words when it is not."""
     text = props[name].strip()
+    bits = 32 if kafka_type == "INT" else 64
     try:
         value = int(text)
     except ValueError:
-        raise KcliError(f"Invalid value {text} for configuration {name}: Not a number of type INT") from None
+        value = None
+    if value is None or not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise KcliError(f"Invalid value {text} for configuration {name}: Not a number of type {kafka_type}") from None
     if value < 0:
         raise KcliError(f"Invalid value {text} for configuration {name}: Value must be at least 0")
     return value
@@ -244,3 +248,13 @@ def option(name: str) -> str:
 
 def zookeeper_not_available() -> KcliError:
     return KcliError("--zookeeper is not available yet: kcli's tools reach the cluster through --bootstrap-server")
+
+
+def check_brokers(*servers: str | None, props: Mapping[str, str] | None = None) -> None:
+    """Connect to each given cluster once and let go: a server that is down or is not a Kafka
+    broker fails as one line before a slow start (a Spark session) would bury it in a traceback.
+    ``props`` are client properties (``request.timeout.ms``, ...) as the command passes them on."""
+    for bootstrap in servers:
+        if bootstrap:
+            with AdminSession(client_settings(props or {}, bootstrap=bootstrap, warn=lambda _line: None)):
+                pass

@@ -43,6 +43,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kcli.output import Format
+from kcli.tools.int_options import INT32, NON_NEGATIVE_INT32
 
 DEFAULT_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 EARLIEST = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP, as Kafka's options hold it
@@ -83,7 +84,7 @@ def console_consumer(
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic to consume on.")] = None,
     whitelist: Annotated[Optional[str], typer.Option("--whitelist", help="DEPRECATED, use --include instead; ignored if --include specified. Regular expression specifying list of topics to include for consumption.")] = None,
     include: Annotated[Optional[str], typer.Option("--include", help="Regular expression specifying list of topics to include for consumption.")] = None,
-    partition: Annotated[Optional[int], typer.Option("--partition", help="The partition to consume from. Consumption starts from the end of the partition unless '--offset' is specified.")] = None,
+    partition: Annotated[Optional[int], typer.Option("--partition", click_type=NON_NEGATIVE_INT32, help="The partition to consume from. Consumption starts from the end of the partition unless '--offset' is specified.")] = None,
     offset: Annotated[Optional[str], typer.Option("--offset", help="The offset to consume from (a non-negative number), or 'earliest' which means from beginning, or 'latest' which means from end (default: latest)")] = None,
     consumer_property: Annotated[Optional[list[str]], typer.Option("--consumer-property", help="A mechanism to pass user-defined properties in the form key=value to the consumer.")] = None,
     consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", help="Consumer config properties file. Note that --consumer-property takes precedence over this config.")] = None,
@@ -91,8 +92,8 @@ def console_consumer(
     formatter_property: Annotated[Optional[list[str]], typer.Option("--property", help=PROPERTY_HELP)] = None,
     formatter_config: Annotated[Optional[str], typer.Option("--formatter-config", help="Config properties file to initialize the message formatter. Note that --property takes precedence over this config.")] = None,
     from_beginning: Annotated[bool, typer.Option("--from-beginning", help="If the consumer does not already have an established offset to consume from, start with the earliest message present in the log rather than the latest message.")] = False,
-    max_messages: Annotated[Optional[int], typer.Option("--max-messages", help="The maximum number of messages to consume before exiting. If not set, consumption is continual.")] = None,
-    timeout_ms: Annotated[Optional[int], typer.Option("--timeout-ms", help="If specified, exit if no message is available for consumption for the specified interval.")] = None,
+    max_messages: Annotated[Optional[int], typer.Option("--max-messages", click_type=INT32, help="The maximum number of messages to consume before exiting. If not set, consumption is continual.")] = None,
+    timeout_ms: Annotated[Optional[int], typer.Option("--timeout-ms", click_type=INT32, help="If specified, exit if no message is available for consumption for the specified interval.")] = None,
     skip_message_on_error: Annotated[bool, typer.Option("--skip-message-on-error", help="If there is an error when processing a message, skip it instead of halt.")] = False,
     key_deserializer: Annotated[Optional[str], typer.Option("--key-deserializer", help="deserializer for key")] = None,
     value_deserializer: Annotated[Optional[str], typer.Option("--value-deserializer", help="deserializer for values")] = None,
@@ -346,6 +347,7 @@ class ConsoleConsumerSession:
         import signal
 
         from kcli.client.cluster import Cluster
+        from kcli.client.consumer import Consumer
 
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
@@ -364,8 +366,16 @@ class ConsoleConsumerSession:
         props = self.options.consumer_props
         cluster = Cluster(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
         try:
-            await self._until_stopped(cluster.any_connection())
-            await self._consume_on(cluster)
+            # The settings are checked before any connection, as Kafka's ConsumerConfig is.
+            consumer = Consumer.from_properties(cluster, props, warn=_config_warning)
+            timeout_ms = self.options.timeout_ms
+            bounded = None if timeout_ms == LONG_MAX else timeout_ms / 1000
+            try:
+                await self._until_stopped(cluster.any_connection(timeout=bounded, timeout_setting="--timeout-ms"))
+            except BaseException:
+                await consumer.close(commit=False)  # never subscribed: nothing to commit or leave
+                raise
+            await self._consume_on(consumer)
         except _Stopped:
             pass
         finally:
@@ -373,10 +383,7 @@ class ConsoleConsumerSession:
                 loop.remove_signal_handler(s)
             await cluster.close()
 
-    async def _consume_on(self, cluster: Any) -> None:
-        from kcli.client.consumer import Consumer
-
-        consumer = Consumer.from_properties(cluster, self.options.consumer_props, warn=_config_warning)
+    async def _consume_on(self, consumer: Any) -> None:
         try:
             await self._until_stopped(self._start(consumer))
             await self._process(consumer)
@@ -533,13 +540,9 @@ def _ignore_orphaned_answers(loop: Any, context: dict[str, Any]) -> None:
 
 
 def _request_timeout(props: Mapping[str, str]) -> float:
-    from kcli.errors import KcliError
+    from kcli.tools._admin_common import number_setting
 
-    text = props.get("request.timeout.ms", "30000")
-    try:
-        return int(text.strip()) / 1000
-    except ValueError:
-        raise KcliError(f"Invalid value {text} for configuration request.timeout.ms: Not a number of type INT") from None
+    return number_setting({"request.timeout.ms": "30000", **props}, "request.timeout.ms", "INT") / 1000
 
 
 def _log_error(message: str, exception: str) -> None:

@@ -29,7 +29,10 @@ with key: K, value: V with error: ...`` as its one line and exits 1.
 Beyond Kafka: ``--input json`` reads one JSON object per line in the shape
 ``console-consumer --output json`` writes (``kcli/tools/record_json.py``): ``value`` (required),
 ``key``, ``headers``, ``partition`` and ``timestamp``; null, UTF-8 text or ``{"base64": ...}``
-for bytes. Blank lines are skipped.
+for bytes. Blank lines are skipped. Each record goes to the partition it names
+(``--keep-partitions``, the default: a copy keeps every record in its partition, and a partition
+the topic lacks is one line naming it and both ways out), or with ``--no-keep-partitions`` to
+the one the partitioner picks from its key, as for plain input.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from typing import Annotated, Optional
 
 import typer
 import typer.core
+
+from kcli.tools.int_options import INT32, INT64
 
 LINE_READERS = (
     "kafka.tools.ConsoleProducer$LineMessageReader",  # Kafka 3.x
@@ -86,23 +91,24 @@ def console_producer(
     broker_list: Annotated[Optional[str], typer.Option("--broker-list", help="DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified.  The broker list string in the form HOST1:PORT1,HOST2:PORT2.")] = None,
     sync: Annotated[bool, typer.Option("--sync", help="If set message send requests to the brokers are synchronously, one at a time as they arrive.")] = False,
     compression_codec: Annotated[Optional[str], typer.Option("--compression-codec", metavar="[compression-codec]", help="The compression codec: either 'none', 'gzip', 'snappy', 'lz4', or 'zstd'.If specified without value, then it defaults to 'gzip'")] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Number of messages to send in a single batch if they are not being sent synchronously. please note that this option will be replaced if max-partition-memory-bytes is also set (default: 16384)")] = None,
-    message_send_max_retries: Annotated[Optional[int], typer.Option("--message-send-max-retries", help="Brokers can fail receiving the message for multiple reasons, and being unavailable transiently is just one of them. This property specifies the number of retries before the producer give up and drop this message. This is the option to control `retries` in producer configs. (default: 3)")] = None,
-    retry_backoff_ms: Annotated[Optional[int], typer.Option("--retry-backoff-ms", help="Before each retry, the producer refreshes the metadata of relevant topics. Since leader election takes a bit of time, this property specifies the amount of time that the producer waits before refreshing the metadata. This is the option to control `retry.backoff.ms` in producer configs. (default: 100)")] = None,
-    timeout: Annotated[Optional[int], typer.Option("--timeout", help="If set and the producer is running in asynchronous mode, this gives the maximum amount of time a message will queue awaiting sufficient batch size. The value is given in ms. This is the option to control `linger.ms` in producer configs. (default: 1000)")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", click_type=INT32, help="Number of messages to send in a single batch if they are not being sent synchronously. please note that this option will be replaced if max-partition-memory-bytes is also set (default: 16384)")] = None,
+    message_send_max_retries: Annotated[Optional[int], typer.Option("--message-send-max-retries", click_type=INT32, help="Brokers can fail receiving the message for multiple reasons, and being unavailable transiently is just one of them. This property specifies the number of retries before the producer give up and drop this message. This is the option to control `retries` in producer configs. (default: 3)")] = None,
+    retry_backoff_ms: Annotated[Optional[int], typer.Option("--retry-backoff-ms", click_type=INT64, help="Before each retry, the producer refreshes the metadata of relevant topics. Since leader election takes a bit of time, this property specifies the amount of time that the producer waits before refreshing the metadata. This is the option to control `retry.backoff.ms` in producer configs. (default: 100)")] = None,
+    timeout: Annotated[Optional[int], typer.Option("--timeout", click_type=INT64, help="If set and the producer is running in asynchronous mode, this gives the maximum amount of time a message will queue awaiting sufficient batch size. The value is given in ms. This is the option to control `linger.ms` in producer configs. (default: 1000)")] = None,
     request_required_acks: Annotated[Optional[str], typer.Option("--request-required-acks", help="The required `acks` of the producer requests (default: -1)")] = None,
-    request_timeout_ms: Annotated[Optional[int], typer.Option("--request-timeout-ms", help="The ack timeout of the producer requests. Value must be non-negative and non-zero. (default: 1500)")] = None,
-    metadata_expiry_ms: Annotated[Optional[int], typer.Option("--metadata-expiry-ms", help="The period of time in milliseconds after which we force a refresh of metadata even if we haven't seen any leadership changes. This is the option to control `metadata.max.age.ms` in producer configs. (default: 300000)")] = None,
-    max_block_ms: Annotated[Optional[int], typer.Option("--max-block-ms", help="The max time that the producer will block for during a send request. (default: 60000)")] = None,
-    max_memory_bytes: Annotated[Optional[int], typer.Option("--max-memory-bytes", help="The total memory used by the producer to buffer records waiting to be sent to the server. This is the option to control `buffer.memory` in producer configs. (default: 33554432)")] = None,
-    max_partition_memory_bytes: Annotated[Optional[int], typer.Option("--max-partition-memory-bytes", help="The buffer size allocated for a partition. When records are received which are smaller than this size the producer will attempt to optimistically group them together until this size is reached. This is the option to control `batch.size` in producer configs. (default: 16384)")] = None,
+    request_timeout_ms: Annotated[Optional[int], typer.Option("--request-timeout-ms", click_type=INT32, help="The ack timeout of the producer requests. Value must be non-negative and non-zero. (default: 1500)")] = None,
+    metadata_expiry_ms: Annotated[Optional[int], typer.Option("--metadata-expiry-ms", click_type=INT64, help="The period of time in milliseconds after which we force a refresh of metadata even if we haven't seen any leadership changes. This is the option to control `metadata.max.age.ms` in producer configs. (default: 300000)")] = None,
+    max_block_ms: Annotated[Optional[int], typer.Option("--max-block-ms", click_type=INT64, help="The max time that the producer will block for during a send request. (default: 60000)")] = None,
+    max_memory_bytes: Annotated[Optional[int], typer.Option("--max-memory-bytes", click_type=INT64, help="The total memory used by the producer to buffer records waiting to be sent to the server. This is the option to control `buffer.memory` in producer configs. (default: 33554432)")] = None,
+    max_partition_memory_bytes: Annotated[Optional[int], typer.Option("--max-partition-memory-bytes", click_type=INT32, help="The buffer size allocated for a partition. When records are received which are smaller than this size the producer will attempt to optimistically group them together until this size is reached. This is the option to control `batch.size` in producer configs. (default: 16384)")] = None,
     line_reader: Annotated[str, typer.Option("--line-reader", help="The class name of the class to use for reading lines from standard in. By default each line is read as a separate message.")] = DEFAULT_READER,
-    socket_buffer_size: Annotated[Optional[int], typer.Option("--socket-buffer-size", help="The size of the tcp RECV size. This is the option to control `send.buffer.bytes` in producer configs. (default: 102400)")] = None,
+    socket_buffer_size: Annotated[Optional[int], typer.Option("--socket-buffer-size", click_type=INT32, help="The size of the tcp RECV size. This is the option to control `send.buffer.bytes` in producer configs. (default: 102400)")] = None,
     property: Annotated[Optional[list[str]], typer.Option("--property", help=PROPERTY_HELP)] = None,
     reader_config: Annotated[Optional[str], typer.Option("--reader-config", help="Config properties file for the message reader. Note that [property] takes precedence over this config.")] = None,
     producer_property: Annotated[Optional[list[str]], typer.Option("--producer-property", help="A mechanism to pass user-defined properties in the form key=value to the producer. ")] = None,
     producer_config: Annotated[Optional[str], typer.Option("--producer.config", help="Producer config properties file. Note that [producer-property] takes precedence over this config.")] = None,
     input: Annotated[InputFormat, typer.Option("--input", help="plain: lines as Kafka's LineMessageReader reads them; json: one record per line in the shape console-consumer --output json writes.")] = InputFormat.plain,
+    keep_partitions: Annotated[bool, typer.Option("--keep-partitions/--no-keep-partitions", help="With --input json: send each record to the partition it names (an error when the topic lacks it), or let the partitioner choose (by key) as for plain input.")] = True,
 ) -> None:
     from kcli.errors import UsageError
 
@@ -127,7 +133,7 @@ def console_producer(
     }
     props = producer_properties(servers, compression_codec, flags, producer_property or [], producer_config)
     reader_props = reader_properties(topic, property or [], reader_config)
-    _run(topic, props, reader_props, sync, input)
+    _run(topic, props, reader_props, sync, input, keep_partitions)
 
 
 # Kafka's defaults for the flags that set producer properties (ConsoleProducer's option specs).
@@ -284,15 +290,15 @@ def java_split(pattern, text: str) -> list[str]:  # type: ignore[no-untyped-def]
 # -- running -----------------------------------------------------------------------------------------
 
 
-def _run(topic: str, props: dict[str, str], reader_props: dict[str, str], sync: bool, input_format: InputFormat) -> None:
+def _run(topic: str, props: dict[str, str], reader_props: dict[str, str], sync: bool, input_format: InputFormat, keep_partitions: bool = True) -> None:
     from kcli.client.sync import SyncRunner
 
     reader = LineReader(reader_props) if input_format is InputFormat.plain else None
     with SyncRunner() as runner:
-        runner.run(_produce(topic, props, reader, sync))
+        runner.run(_produce(topic, props, reader, sync, keep_partitions))
 
 
-async def _produce(topic: str, props: dict[str, str], reader: LineReader | None, sync: bool) -> None:
+async def _produce(topic: str, props: dict[str, str], reader: LineReader | None, sync: bool, keep_partitions: bool = True) -> None:
     import sys
 
     from kcli.client.producer import Producer
@@ -300,6 +306,7 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
 
     producer = Producer.from_properties(None, props)
     failure: list[str] = []
+    partition_count = 0  # of the topic, as last looked up; a record's own partition is checked against it
 
     def describe(key: bytes | None, value: bytes | None) -> str:
         key_text = "null" if key is None else f"{len(key)} bytes"
@@ -324,6 +331,16 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
                 if not line.strip():
                     continue
                 key, value, headers, partition, timestamp = _json_record(line, number)
+                if not keep_partitions:
+                    partition = None
+                elif partition is not None and partition >= partition_count:
+                    partition_count = await _partition_count(producer, topic)
+                    if partition >= partition_count:
+                        raise KcliError(
+                            f"The record on line number {number} names partition {partition}, and topic {topic} has {partition_count} "
+                            f"partition(s): --keep-partitions (the default) sends each record to its own partition; create {topic} "
+                            f"with at least {partition + 1} partitions, or pass --no-keep-partitions to let the partitioner choose"
+                        )
             try:
                 future = await producer.send(topic, value, key, headers, partition, timestamp)
             except KafkaError as exc:  # no metadata or memory within max.block.ms, an invalid topic
@@ -344,6 +361,14 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
         await producer.close()
     if failure:
         raise KcliError(failure[0])
+
+
+async def _partition_count(producer, topic: str) -> int:  # type: ignore[no-untyped-def]
+    """The topic's partition count, asked of the cluster afresh (the topic is created first when
+    the broker auto-creates topics, as a send would create it)."""
+    await producer.wait_for_topic(topic)
+    metadata = await producer.cluster.refresh([topic])
+    return len(metadata.topics[topic].partitions)
 
 
 def _json_record(line: str, number: int):  # type: ignore[no-untyped-def]

@@ -52,6 +52,7 @@ from typer.core import TyperCommand
 
 from kcli.errors import KcliError, UsageError
 from kcli.output import Format
+from kcli.tools.int_options import INT64
 
 if TYPE_CHECKING:
     from kcli.client.group_admin import GroupAdmin, GroupDescription, TopicPartition
@@ -126,15 +127,15 @@ def consumer_groups(
     offsets: Annotated[bool, typer.Option("--offsets", help="Describe the group and list all topic partitions in the group along with their offset lag. This is the default sub-action of and may be used with '--describe' and '--bootstrap-server' options only.")] = False,
     state: Annotated[Optional[str], typer.Option("--state", metavar="[STATES]", help="When specified with '--describe', includes the state of the group. When specified with '--list', it displays the state of all groups. It can also be used to list groups with specific states (comma separated, e.g. stable,empty).")] = None,
     group_type: Annotated[Optional[str], typer.Option("--type", metavar="[TYPES]", help="When specified with '--list', it displays the types of all the groups. It can also be used to list groups with specific types (comma separated, e.g. classic,consumer).")] = None,
-    timeout: Annotated[int, typer.Option("--timeout", help="The timeout that can be set for some use cases. For example, it can be used when describing the group to specify the maximum amount of time in milliseconds to wait before the group stabilizes (when the group is just created, or is going through some changes).")] = 5000,
+    timeout: Annotated[int, typer.Option("--timeout", click_type=INT64, help="The timeout that can be set for some use cases. For example, it can be used when describing the group to specify the maximum amount of time in milliseconds to wait before the group stabilizes (when the group is just created, or is going through some changes).")] = 5000,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show results without executing changes on Consumer Groups. Supported operations: reset-offsets.")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Execute operation. Supported operations: reset-offsets.")] = False,
     export: Annotated[bool, typer.Option("--export", help="Export operation execution to a CSV file. Supported operations: reset-offsets.")] = False,
-    to_offset: Annotated[Optional[int], typer.Option("--to-offset", help="Reset offsets to a specific offset.")] = None,
+    to_offset: Annotated[Optional[int], typer.Option("--to-offset", click_type=INT64, help="Reset offsets to a specific offset.")] = None,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Reset offsets to earliest offset.")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest", help="Reset offsets to latest offset.")] = False,
     to_current: Annotated[bool, typer.Option("--to-current", help="Reset offsets to current offset.")] = False,
-    shift_by: Annotated[Optional[int], typer.Option("--shift-by", help="Reset offsets shifting current offset by 'n', where 'n' can be positive or negative.")] = None,
+    shift_by: Annotated[Optional[int], typer.Option("--shift-by", click_type=INT64, help="Reset offsets shifting current offset by 'n', where 'n' can be positive or negative.")] = None,
     to_datetime: Annotated[Optional[str], typer.Option("--to-datetime", help="Reset offsets to offset from datetime. Format: 'YYYY-MM-DDTHH:mm:SS.sss'")] = None,
     by_duration: Annotated[Optional[str], typer.Option("--by-duration", help="Reset offsets to offset by duration from current timestamp. Format: 'PnDTnHnMnS'")] = None,
     from_file: Annotated[Optional[str], typer.Option("--from-file", help="Reset offsets to values defined in CSV file.")] = None,
@@ -344,7 +345,7 @@ def _run(o: Options, settings: dict[str, Any], out: Output) -> bool:
     with SyncRunner() as runner:
         cluster = Cluster(**settings)
         try:
-            runner.run(cluster.__aenter__())
+            runner.run(cluster.any_connection(timeout=o.timeout_ms / 1000, timeout_setting="--timeout"))
             admin = GroupAdmin(cluster, timeout=o.timeout_ms / 1000)
             command = GroupCommand(o, admin, runner, out)
             if o.list_groups:

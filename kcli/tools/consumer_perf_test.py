@@ -46,6 +46,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kcli.output import Format
+from kcli.tools.int_options import INT32, INT64
 
 DEFAULT_DATE_FORMAT = "yyyy-MM-dd HH:mm:ss:SSS"
 DEFAULT_FETCH_SIZE = 1024 * 1024
@@ -71,16 +72,16 @@ def consumer_perf_test(
     topic: Annotated[Optional[str], typer.Option("--topic", help="REQUIRED: The topic to consume from.")] = None,
     include: Annotated[Optional[str], typer.Option("--include", help="Regular expression specifying list of topics to include for consumption (instead of --topic).")] = None,
     group: Annotated[Optional[str], typer.Option("--group", help="The group id to consume on. (default: perf-consumer-<random>)")] = None,
-    fetch_size: Annotated[int, typer.Option("--fetch-size", help="The amount of data to fetch in a single request.")] = DEFAULT_FETCH_SIZE,
+    fetch_size: Annotated[int, typer.Option("--fetch-size", click_type=INT32, help="The amount of data to fetch in a single request.")] = DEFAULT_FETCH_SIZE,
     from_latest: Annotated[bool, typer.Option("--from-latest", help="If the consumer does not already have an established offset to consume from, start with the latest message present in the log rather than the earliest message.")] = False,
-    socket_buffer_size: Annotated[int, typer.Option("--socket-buffer-size", help="The size of the tcp RECV size.")] = DEFAULT_SOCKET_BUFFER,
-    threads: Annotated[Optional[int], typer.Option("--threads", help="DEPRECATED AND IGNORED: Number of processing threads. (default: 10)")] = None,
-    num_fetch_threads: Annotated[Optional[int], typer.Option("--num-fetch-threads", help="DEPRECATED AND IGNORED: Number of fetcher threads. (default: 1)")] = None,
+    socket_buffer_size: Annotated[int, typer.Option("--socket-buffer-size", click_type=INT32, help="The size of the tcp RECV size.")] = DEFAULT_SOCKET_BUFFER,
+    threads: Annotated[Optional[int], typer.Option("--threads", click_type=INT32, help="DEPRECATED AND IGNORED: Number of processing threads. (default: 10)")] = None,
+    num_fetch_threads: Annotated[Optional[int], typer.Option("--num-fetch-threads", click_type=INT32, help="DEPRECATED AND IGNORED: Number of fetcher threads. (default: 1)")] = None,
     consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", help="Consumer config properties file.")] = None,
     print_metrics: Annotated[bool, typer.Option("--print-metrics", help="Print out the metrics.")] = False,
     show_detailed_stats: Annotated[bool, typer.Option("--show-detailed-stats", help="If set, stats are reported for each reporting interval as configured by reporting-interval")] = False,
-    timeout: Annotated[int, typer.Option("--timeout", help="The maximum allowed time in milliseconds between returned records.")] = DEFAULT_TIMEOUT_MS,
-    messages: Annotated[Optional[int], typer.Option("--messages", help="REQUIRED: The number of messages to send or consume")] = None,
+    timeout: Annotated[int, typer.Option("--timeout", click_type=INT64, help="The maximum allowed time in milliseconds between returned records.")] = DEFAULT_TIMEOUT_MS,
+    messages: Annotated[Optional[int], typer.Option("--messages", click_type=INT64, help="REQUIRED: The number of messages to send or consume")] = None,
     reporting_interval: Annotated[str, typer.Option("--reporting-interval", help="Interval in milliseconds at which to print progress info.")] = str(DEFAULT_REPORTING_INTERVAL_MS),
     date_format: Annotated[str, typer.Option("--date-format", help="The date format to use for formatting the time field. See java.text.SimpleDateFormat for options.")] = DEFAULT_DATE_FORMAT,
     hide_header: Annotated[bool, typer.Option("--hide-header", help="If set, skips printing the header for the stats")] = False,
@@ -183,6 +184,8 @@ class _Perf:
         self.join_start_ms = start_ms
         cluster = Cluster(**settings)
         try:
+            # A server that is down or is not a broker: one line and exit 1, within --timeout.
+            await cluster.any_connection(timeout=self.options.timeout_ms / 1000, timeout_setting="--timeout")
             consumer = Consumer.from_properties(cluster, self.props, warn=_config_warning)
             try:
                 total_messages, total_bytes = await self.consume(consumer)

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from kcli.output import Format
+from kcli.tools.int_options import INT32
 
 STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -35,8 +36,8 @@ def dump_log_segments(
     deep_iteration: Annotated[bool, typer.Option("--deep-iteration", help="If set, uses deep instead of shallow iteration. Automatically set if print-data-log is enabled.")] = False,
     verify_index_only: Annotated[bool, typer.Option("--verify-index-only", help="If set, just verify the index log without printing its content.")] = False,
     index_sanity_check: Annotated[bool, typer.Option("--index-sanity-check", help="If set, just checks the index sanity without printing its content. This is the same check that is executed on broker startup to determine if an index needs rebuilding or not.")] = False,
-    max_message_size: Annotated[int, typer.Option("--max-message-size", help="Size of largest message.")] = DEFAULT_MAX_MESSAGE_SIZE,
-    max_bytes: Annotated[int, typer.Option("--max-bytes", help="Limit the amount of total batches read in bytes avoiding reading the whole .log file(s).")] = INT32_MAX,
+    max_message_size: Annotated[int, typer.Option("--max-message-size", click_type=INT32, help="Size of largest message.")] = DEFAULT_MAX_MESSAGE_SIZE,
+    max_bytes: Annotated[int, typer.Option("--max-bytes", click_type=INT32, help="Limit the amount of total batches read in bytes avoiding reading the whole .log file(s).")] = INT32_MAX,
     key_decoder_class: Annotated[Optional[str], typer.Option("--key-decoder-class", help=f"If set, used to deserialize the keys. This class should implement org.apache.kafka.tools.api.Decoder trait. Custom jar should be available in kafka/libs directory. (default: {STRING_DECODER})")] = None,
     value_decoder_class: Annotated[Optional[str], typer.Option("--value-decoder-class", help=f"If set, used to deserialize the messages. This class should implement org.apache.kafka.tools.api.Decoder trait. Custom jar should be available in kafka/libs directory. (default: {STRING_DECODER})")] = None,
     offsets_decoder: Annotated[bool, typer.Option("--offsets-decoder", help="If set, log data will be parsed as offset data from the __consumer_offsets topic.")] = False,

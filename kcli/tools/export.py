@@ -17,6 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.tools.int_options import INT32
+
 
 def register(app: typer.Typer) -> None:
     app.command("export", help="Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark.", no_args_is_help=True)(export)
@@ -34,7 +36,7 @@ def export(
     starting_timestamp: Annotated[Optional[str], typer.Option("--starting-timestamp", help="Start at the first record at or after this time (ms or ISO-8601).")] = None,
     ending_timestamp: Annotated[Optional[str], typer.Option("--ending-timestamp", help="End before the first record at or after this time (ms or ISO-8601).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="What to do when the output exists: error, overwrite or append.")] = "error",
-    files: Annotated[Optional[int], typer.Option("--files", help="Write this many files (default: one per Spark task).")] = None,
+    files: Annotated[Optional[int], typer.Option("--files", click_type=INT32, help="Write this many files (default: one per Spark task).")] = None,
     option: Annotated[Optional[list[str]], typer.Option("--option", help="Another kcli source option, key=value (repeatable).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master URL (default local[*]).")] = None,
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="A Spark setting, key=value (repeatable).")] = None,
@@ -43,6 +45,7 @@ def export(
     import time
 
     from kcli.errors import UsageError
+    from kcli.tools._admin_common import check_brokers
     from kcli.output import Output
     from kcli.spark import pipeline
     from kcli.spark.session import parse_conf
@@ -64,6 +67,7 @@ def export(
     }
     extra.update({k: v for k, v in bounds.items() if v is not None})
     options = pipeline.source_options(bootstrap_server=bootstrap_server, log_dirs=log_dir or [], topics=topic or [], topic_pattern=topic_pattern, extra=extra)
+    check_brokers(bootstrap_server, props={k.removeprefix("kafka."): v for k, v in extra.items() if k.startswith("kafka.")})
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli export") as spark:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F

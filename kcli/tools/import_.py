@@ -36,6 +36,7 @@ def import_files(
     import time
 
     from kcli.errors import UsageError
+    from kcli.tools._admin_common import check_brokers
     from kcli.output import Output
     from kcli.spark import pipeline
     from kcli.spark.session import parse_conf
@@ -49,6 +50,7 @@ def import_files(
     if not os.path.exists(input_path):
         raise UsageError(f"{input_path}: no such file or directory")
     producer = {f"kafka.{k}": v for k, v in parse_conf(producer_property or []).items()}
+    check_brokers(bootstrap_server, props={k.removeprefix("kafka."): v for k, v in producer.items()})
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli import") as spark:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F

@@ -18,6 +18,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.tools.int_options import INT64
+
 
 def register(app: typer.Typer) -> None:
     app.command("mirror", help="Copy topics from one cluster to another as a Spark stream, with a checkpoint.", no_args_is_help=True)(mirror)
@@ -32,7 +34,7 @@ def mirror(
     once: Annotated[bool, typer.Option("--once", help="Copy what is there now, then stop.")] = False,
     interval: Annotated[str, typer.Option("--interval", help="Time between micro-batches when running continuously.")] = "1 second",
     starting_offsets: Annotated[str, typer.Option("--starting-offsets", help="Where a new mirror starts: earliest, latest or offsets JSON.")] = "earliest",
-    max_offsets_per_trigger: Annotated[Optional[int], typer.Option("--max-offsets-per-trigger", help="At most this many records per micro-batch.")] = None,
+    max_offsets_per_trigger: Annotated[Optional[int], typer.Option("--max-offsets-per-trigger", click_type=INT64, help="At most this many records per micro-batch.")] = None,
     topic_prefix: Annotated[str, typer.Option("--topic-prefix", help="Prepended to each topic name on the target.")] = "",
     keep_partitions: Annotated[bool, typer.Option("--keep-partitions/--no-keep-partitions", help="Write each record to the partition it came from.")] = True,
     producer_property: Annotated[Optional[list[str]], typer.Option("--producer-property", help="A producer setting, key=value (repeatable).")] = None,
@@ -44,6 +46,7 @@ def mirror(
     import time
 
     from kcli.errors import UsageError
+    from kcli.tools._admin_common import check_brokers
     from kcli.output import Output
     from kcli.spark import pipeline
     from kcli.spark.session import parse_conf
@@ -64,6 +67,8 @@ def mirror(
     options = pipeline.source_options(bootstrap_server=source_bootstrap_server, log_dirs=[], topics=topic or [], topic_pattern=topic_pattern, extra=extra)
     producer = {f"kafka.{k}": v for k, v in parse_conf(producer_property or []).items()}
     copied = 0
+    check_brokers(source_bootstrap_server)
+    check_brokers(target_bootstrap_server, props={k.removeprefix("kafka."): v for k, v in producer.items()})
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli mirror") as spark:
         from pyspark.sql import functions as F
 

@@ -35,6 +35,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.tools.int_options import INT32, INT64
+
 ABOUT = "This tool is used to verify the producer performance."
 REPORTING_INTERVAL_MS = 5000
 MAX_SAMPLES = 500000
@@ -49,8 +51,8 @@ def producer_perf_test(
     # hands over as arguments.
     values: Annotated[Optional[list[str]], typer.Argument(hidden=True, show_default=False)] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", metavar="TOPIC", help="produce messages to this topic")] = None,
-    num_records: Annotated[Optional[int], typer.Option("--num-records", metavar="NUM-RECORDS", help="number of messages to produce")] = None,
-    record_size: Annotated[Optional[int], typer.Option("--record-size", metavar="RECORD-SIZE", help="message size in bytes. Note that you must provide exactly one of --record-size or --payload-file or --payload-monotonic.")] = None,
+    num_records: Annotated[Optional[int], typer.Option("--num-records", click_type=INT64, metavar="NUM-RECORDS", help="number of messages to produce")] = None,
+    record_size: Annotated[Optional[int], typer.Option("--record-size", click_type=INT32, metavar="RECORD-SIZE", help="message size in bytes. Note that you must provide exactly one of --record-size or --payload-file or --payload-monotonic.")] = None,
     payload_file: Annotated[Optional[str], typer.Option("--payload-file", metavar="PAYLOAD-FILE", help="file to read the message payloads from. This works only for UTF-8 encoded text files. Payloads will be read from this file and a payload will be randomly selected when sending messages. Note that you must provide exactly one of --record-size or --payload-file or --payload-monotonic.")] = None,
     payload_monotonic: Annotated[bool, typer.Option("--payload-monotonic", help="payload is monotonically increasing integer. Note that you must provide exactly one of --record-size or --payload-file or --payload-monotonic.")] = False,
     payload_delimiter: Annotated[str, typer.Option("--payload-delimiter", metavar="PAYLOAD-DELIMITER", help="provides delimiter to be used when --payload-file is provided. Defaults to new line. Note that this parameter will be ignored if --payload-file is not provided.")] = "\\n",
@@ -59,7 +61,7 @@ def producer_perf_test(
     producer_config: Annotated[Optional[str], typer.Option("--producer.config", metavar="CONFIG-FILE", help="producer config properties file.")] = None,
     print_metrics: Annotated[bool, typer.Option("--print-metrics", help="print out metrics at the end of the test.")] = False,
     transactional_id: Annotated[str, typer.Option("--transactional-id", metavar="TRANSACTIONAL-ID", help="The transactionalId to use if transaction-duration-ms is > 0. Useful when testing the performance of concurrent transactions.")] = "performance-producer-default-transactional-id",
-    transaction_duration_ms: Annotated[int, typer.Option("--transaction-duration-ms", metavar="TRANSACTION-DURATION", help="The max age of each transaction. The commitTransaction will be called after this time has elapsed. Transactions are only enabled if this value is positive.")] = 0,
+    transaction_duration_ms: Annotated[int, typer.Option("--transaction-duration-ms", click_type=INT64, metavar="TRANSACTION-DURATION", help="The max age of each transaction. The commitTransaction will be called after this time has elapsed. Transactions are only enabled if this value is positive.")] = 0,
 ) -> None:
     from kcli.errors import KcliError, UsageError
 

@@ -10,7 +10,9 @@ One object per line::
 Keys, values and header values are ``null`` when null, a string when the bytes are valid UTF-8,
 and ``{"base64": "..."}`` otherwise. The reader needs only ``value``; ``key``, ``headers``,
 ``partition`` and ``timestamp`` are used when present, and the other fields are ignored (they
-describe where the record was, not where it goes).
+describe where the record was, not where it goes). ``partition`` is a non-negative int32 and
+``timestamp`` a non-negative int64 (or -1, a record without one), as Kafka's ProducerRecord
+checks them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, NamedTuple
 from kcli.errors import UsageError
 
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP: the timestamp of a record without one
 
 
 def encode_bytes(data: bytes | None) -> str | dict[str, str] | None:
@@ -83,7 +86,15 @@ def record_from_json(obj: Any) -> JsonRecord:
         headers.append((header["key"], decode_bytes(header.get("value"), f"header {header['key']!r} value")))
     partition = obj.get("partition")
     timestamp = obj.get("timestamp")
-    for name, number in (("partition", partition), ("timestamp", timestamp)):
-        if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
-            raise UsageError(f"\"{name}\" must be an integer")
+    # Kafka's types (partition int32, timestamp int64), and ProducerRecord's checks and words.
+    for name, number, bits in (("partition", partition, 32), ("timestamp", timestamp, 64)):
+        if number is None:
+            continue
+        if not isinstance(number, int) or isinstance(number, bool) or number >= 1 << (bits - 1):
+            raise UsageError(f"\"{name}\" must be an int{bits}")
+        if name == "timestamp" and number == NO_TIMESTAMP:
+            timestamp = None  # a record that had none (magic 0) gets one when sent, as a null does
+        elif number < 0:
+            what = "Partition number" if name == "partition" else "Timestamp"
+            raise UsageError(f"Invalid {name}: {number}. {what} should always be non-negative or null.")
     return JsonRecord(decode_bytes(obj.get("key"), "key"), decode_bytes(obj["value"], "value"), headers, partition, timestamp)

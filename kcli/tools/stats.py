@@ -35,6 +35,7 @@ def stats(
     from datetime import datetime, timezone
 
     from kcli.output import Output
+    from kcli.tools._admin_common import check_brokers
     from kcli.spark import pipeline
     from kcli.spark.options import parse_source_options
     from kcli.spark.stats import BUCKETS, batch_stats, record_stats
@@ -43,6 +44,7 @@ def stats(
     options = pipeline.source_options(bootstrap_server=bootstrap_server, log_dirs=log_dir or [], topics=topic or [], topic_pattern=topic_pattern, extra={})
     options["includeHeaders"] = "false"
     parsed = parse_source_options(options, streaming=False)
+    check_brokers(bootstrap_server)
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli stats") as spark:
         started = time.monotonic()
         with pipeline.Progress(spark, "reading"):

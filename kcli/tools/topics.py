@@ -39,6 +39,7 @@ from typing import Annotated, Optional
 import typer
 
 from kcli.output import Format
+from kcli.tools.int_options import INT32
 
 ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPORT_FILTERS = ("under-replicated-partitions", "under-min-isr-partitions", "at-min-isr-partitions", "unavailable-partitions")
@@ -73,8 +74,8 @@ def topics(
     topic_id: Annotated[Optional[str], typer.Option("--topic-id", help="The topic id to describe.")] = None,
     config: Annotated[Optional[list[str]], typer.Option("--config", help="A topic config override name=value for the topic being created (repeatable).")] = None,
     delete_config: Annotated[Optional[list[str]], typer.Option("--delete-config", help="Not supported with --bootstrap-server (as in Kafka): use kcli configs.")] = None,
-    partitions: Annotated[Optional[int], typer.Option("--partitions", help="The number of partitions of the topic being created or altered; the broker's default when creating without it.")] = None,
-    replication_factor: Annotated[Optional[int], typer.Option("--replication-factor", help="The replication factor of the topic being created; the broker's default without it.")] = None,
+    partitions: Annotated[Optional[int], typer.Option("--partitions", click_type=INT32, help="The number of partitions of the topic being created or altered; the broker's default when creating without it.")] = None,
+    replication_factor: Annotated[Optional[int], typer.Option("--replication-factor", click_type=INT32, help="The replication factor of the topic being created; the broker's default without it.")] = None,
     replica_assignment: Annotated[Optional[str], typer.Option("--replica-assignment", help="Manual assignment for the topic being created or altered: b1:b2,b3:b4,... (partitions by comma, replicas by colon).")] = None,
     under_replicated_partitions: Annotated[bool, typer.Option("--under-replicated-partitions", help="With --describe, only partitions with fewer in-sync replicas than replicas.")] = False,
     unavailable_partitions: Annotated[bool, typer.Option("--unavailable-partitions", help="With --describe, only partitions whose leader is not available.")] = False,
@@ -84,7 +85,7 @@ def topics(
     if_exists: Annotated[bool, typer.Option("--if-exists", help="With --alter, --delete or --describe, act only if the topic exists.")] = False,
     if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="With --create, create only if the topic does not exist.")] = False,
     exclude_internal: Annotated[bool, typer.Option("--exclude-internal", help="With --list or --describe, leave out internal topics.")] = False,
-    partition_size_limit_per_response: Annotated[Optional[int], typer.Option("--partition-size-limit-per-response", help="Accepted for compatibility; kcli describes partitions through Metadata.")] = None,
+    partition_size_limit_per_response: Annotated[Optional[int], typer.Option("--partition-size-limit-per-response", click_type=INT32, help="Accepted for compatibility; kcli describes partitions through Metadata.")] = None,
     force: Annotated[bool, typer.Option("--force", hidden=True, help="Accepted and ignored (Kafka 2.x).")] = False,
     disable_rack_aware: Annotated[bool, typer.Option("--disable-rack-aware", hidden=True, help="Accepted and ignored (Kafka 2.x).")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per topic (--list, --describe).")] = Format.plain,

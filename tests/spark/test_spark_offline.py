@@ -457,7 +457,8 @@ def test_missing_java_or_pyspark_is_one_line_naming_the_install(tmp_path):
     )
     blocked = "import sys; sys.modules['pyspark'] = None\n" + code
     out = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "SparkUnavailableError kcli's Spark features need PySpark: pip install 'kcli[spark]'"
+    root = Path(__file__).resolve().parents[2]
+    assert out.stdout.strip() == f"SparkUnavailableError kcli's Spark features need PySpark: {root}/scripts/install --spark"
 
 
 # -- the decoders, without Spark -----------------------------------------------------------------------------

@@ -387,6 +387,50 @@ def test_consume_produce_round_trip_loses_nothing(broker, kcli, unique_topic):
     ]
 
 
+def test_json_partition_the_topic_lacks_is_one_line_naming_both_ways_out(broker, kcli, unique_topic):
+    """The README's copy into an auto-created topic (one partition) of records from partition 2:
+    one line at once, not a wait of max.block.ms for a partition that will never appear."""
+    topic = unique_topic()
+    text = json.dumps({"key": "a", "value": "1", "partition": 0}) + "\n" + json.dumps({"key": "b", "value": "2", "partition": 2}) + "\n"
+    result = produce(kcli, broker.bootstrap, topic, text, "--input", "json")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Error: The record on line number 2 names partition 2, and topic {topic} has 1 partition(s): --keep-partitions (the default) "
+        f"sends each record to its own partition; create {topic} with at least 3 partitions, or pass --no-keep-partitions to let "
+        "the partitioner choose"
+    ]
+    assert [(m.partition(), m.key()) for m in consume(broker.bootstrap, topic, 1)] == [(0, b"a")]  # the lines before it were sent
+
+
+def test_json_no_keep_partitions_lets_the_key_choose(broker, kcli, unique_topic):
+    topic = unique_topic()
+    create_topic(broker.bootstrap, topic, 3)
+    keys = [f"key-{i}".encode() for i in range(12)]
+    text = "".join(json.dumps({"key": k.decode(), "value": "v", "partition": 7}) + "\n" for k in keys)
+    result = produce(kcli, broker.bootstrap, topic, text, "--input", "json", "--no-keep-partitions")
+    assert result.returncode == 0, result
+    placed = {m.key(): m.partition() for m in consume(broker.bootstrap, topic, len(keys))}
+    assert placed == {k: partition_for_key(k, 3) for k in keys}
+
+
+def test_the_readme_copy_pipeline_ends_and_keeps_partitions(broker, kcli, unique_topic):
+    """console-consumer --output json --timeout-ms | console-producer --input json, as the README
+    writes it: the consumer ends on its own, and the copy has every record in its partition."""
+    source, target = unique_topic("source"), unique_topic("target")
+    create_topic(broker.bootstrap, source, 3)
+    create_topic(broker.bootstrap, target, 3)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(9):
+        producer.produce(source, f"v{i}".encode(), f"k{i}".encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+    dumped = kcli("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", source, "--from-beginning", "--output", "json", "--timeout-ms", "3000")
+    assert dumped.returncode == 0 and len(dumped.lines) == 9, dumped
+    result = produce(kcli, broker.bootstrap, target, dumped.stdout, "--input", "json")
+    assert result.returncode == 0, result
+    copied = sorted((m.partition(), m.key(), m.value()) for m in consume(broker.bootstrap, target, 9))
+    assert copied == sorted((i % 3, f"k{i}".encode(), f"v{i}".encode()) for i in range(9))
+
+
 def test_invalid_json_line(broker, kcli, unique_topic):
     result = produce(kcli, broker.bootstrap, unique_topic(), '{"value": "ok"}\n{"key": "no value"}\n', "--input", "json")
     assert result.returncode == 1
