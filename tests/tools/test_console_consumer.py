@@ -279,7 +279,7 @@ def test_partition_and_offset(broker, records):
 def test_timeout_at_the_end_of_a_partition(broker, records):
     """--partition without --offset starts at the end; --timeout-ms then ends it with Kafka's ERROR line."""
     topic, _sent = records
-    result = run_consumer("--bootstrap-server", broker.bootstrap, "--topic", topic, "--partition", "0", "--timeout-ms", "300",
+    result = run_consumer("--bootstrap-server", broker.bootstrap, "--topic", topic, "--partition", "0", "--timeout-ms", "1000",
                           "--enable-systest-events")
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"shutdown_complete\n"
