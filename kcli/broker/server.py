@@ -44,6 +44,7 @@ MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 16 << 20
 # Connections taken from one listener's backlog per event-loop turn.
 _ACCEPTS_PER_CALL = 64
+_ACCEPT_RETRY_SECONDS = 1.0
 
 
 def _reap_interval(idle_ms: int) -> float:
@@ -221,8 +222,15 @@ class Server:
                 sock, peer = listener.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as e:  # out of descriptors, or the peer gave up: the listener goes on
-                log.warning("Could not accept a connection on %s: %s", listener.name, e)
+            except ConnectionError:  # the peer gave up before it was accepted
+                continue
+            except OSError as e:
+                # Out of descriptors or memory: the waiting connection stays in the backlog, so
+                # accepting again at once would spin. Pause, as asyncio's own server does.
+                log.warning("Could not accept a connection on %s, retrying in %.0f s: %s", listener.name, _ACCEPT_RETRY_SECONDS, e)
+                loop.remove_reader(listener.sock.fileno())
+                listener.accepting = False
+                loop.call_later(_ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
                 return
             address = normalize_address(str(peer[0]))
             if not quotas.inc(listener.name, address):

@@ -266,3 +266,40 @@ def test_drain_waits_while_the_transport_is_full_and_fails_once_the_connection_i
         return blocked, False
 
     assert asyncio.run(scenario()) == (True, True)
+
+
+def test_running_out_of_descriptors_pauses_accepting_instead_of_spinning(monkeypatch):
+    import errno
+    import socket as socket_module
+
+    class ExhaustedSocket:
+        def __init__(self) -> None:
+            self.accepts = 0
+            self._real = socket_module.socket()
+
+        def fileno(self) -> int:
+            return self._real.fileno()
+
+        def accept(self):
+            self.accepts += 1
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(server, "_ACCEPT_RETRY_SECONDS", 0.05)
+
+    async def scenario():
+        broker_server = server.Server(None, {})
+        sock = ExhaustedSocket()
+        listener = server._Listener("PLAINTEXT", sock)
+        broker_server._listeners.append(listener)
+        broker_server._accept(listener)
+        paused = not listener.accepting
+        attempts = sock.accepts
+        await asyncio.sleep(0.2)  # about four retry delays
+        retried = sock.accepts
+        asyncio.get_running_loop().remove_reader(sock.fileno())
+        sock._real.close()
+        return paused, attempts, retried
+
+    paused, attempts, retried = asyncio.run(scenario())
+    assert paused and attempts == 1
+    assert 2 <= retried <= 10  # tried again after each delay, not thousands of times
