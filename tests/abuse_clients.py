@@ -50,15 +50,16 @@ def produce_frame(topic: str, partition: int, batches: list[bytes], correlation_
     return encode_request(request, correlation_id)
 
 
-def connect(port: int, timeout: float = 10.0) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+def connect(port: int, timeout: float = 10.0, source: str = "127.0.0.1") -> socket.socket:
+    """A connection to the broker on 127.0.0.1 from ``source`` (any 127.x address is local)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
 
-def announce(port: int, size: int, sent: bytes = b"") -> socket.socket:
+def announce(port: int, size: int, sent: bytes = b"", source: str = "127.0.0.1") -> socket.socket:
     """A connection that announces a frame of ``size`` bytes and sends only ``sent`` of it."""
-    sock = connect(port)
+    sock = connect(port, source=source)
     sock.sendall(struct.pack(">i", size) + sent)
     return sock
 
