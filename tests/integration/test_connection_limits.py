@@ -169,3 +169,20 @@ def test_idle_connections_and_half_sent_frames_are_closed_after_connections_max_
     finally:
         for sock in (silent, half_frame, busy):
             sock.close()
+
+
+def test_queued_max_request_bytes_holds_requests_while_announced_ones_use_it_up(start):
+    broker = start({"queued.max.request.bytes": "104857600"})
+    hog = announce(broker.port, 104_857_600, b"x" * 1024)  # takes the whole pool, as in Kafka
+    try:
+        with _connect(broker.port) as waiting:
+            waiting.sendall(API_VERSIONS)
+            waiting.settimeout(1.0)
+            with pytest.raises(TimeoutError):
+                waiting.recv(1)
+            hog.close()  # its memory goes back: the waiting request is read and answered
+            waiting.settimeout(10.0)
+            head = _recv_exactly(waiting, 4)
+            assert head is not None and _recv_exactly(waiting, struct.unpack(">i", head)[0]) is not None
+    finally:
+        hog.close()
