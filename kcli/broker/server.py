@@ -13,8 +13,15 @@ other failure inside a handler is logged with its traceback and closes only that
 Fetch responses send large file ranges with ``sendfile``.
 
 Frames are read by a buffered protocol (``Connection``, on ``kcli.protocol.frame_stream``): a
-large frame (a produce request) is received straight into a buffer of its own, so its bytes are
-copied once, by the kernel, on their way in.
+large frame (a produce request) is received straight into a buffer of its own, grown as its bytes
+arrive, so its bytes are copied once, by the kernel, on their way in, and an announced size costs
+nothing until it is sent.
+
+Resources are bounded as Kafka's SocketServer bounds them: the server accepts connections itself
+so that a listener at ``max.connections`` stops accepting (``connection_quotas``), a connection
+past ``max.connections.per.ip`` is closed at once, ``queued.max.request.bytes`` is a pool each
+request's size is taken from until it is answered (``RequestMemory``), and connections with no
+byte read or written for ``connections.max.idle.ms`` are closed.
 """
 
 from __future__ import annotations
@@ -155,6 +162,7 @@ class Server:
         self.memory = RequestMemory(settings.queued_max_request_bytes)
         self._listeners: list[_Listener] = []
         self._connections: set[asyncio.Task] = set()
+        self._connecting: set[asyncio.Task] = set()
         self._open: set[Connection] = set()
         self._in_flight = 0
         self._idle = asyncio.Event()
@@ -240,7 +248,9 @@ class Server:
             sock.setblocking(False)
             if quotas.protected(listener.name) and quotas.total > quotas.max_connections:
                 self._close_least_recently_active()
-            loop.create_task(self._connect(listener, sock, address))
+            task = loop.create_task(self._connect(listener, sock, address))
+            self._connecting.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self._connecting.discard)
 
     async def _connect(self, listener: _Listener, sock: socket.socket, address: str) -> None:
         try:
