@@ -77,10 +77,13 @@ class FrameStream(asyncio.BufferedProtocol):
         large = self._large
         if large is not None:
             if self._large_filled == len(large):
-                # A new buffer, not a resize: the view handed out last time may still be held.
-                grown = bytearray(min(2 * len(large), self._large_size))
-                grown[: len(large)] = large
-                self._large = large = grown
+                more = min(len(large), self._large_size - len(large))
+                try:
+                    large.extend(bytes(more))  # grown in place (realloc) where nothing views it
+                except BufferError:  # the caller still holds the view handed out last time
+                    grown = bytearray(len(large) + more)
+                    grown[: len(large)] = large
+                    self._large = large = grown
             return memoryview(large)[self._large_filled :]
         buffer = self._buffer
         if self._end == len(buffer):
