@@ -29,7 +29,7 @@ from kcli.broker.metadata.cluster import ClusterMetadata, TopicChange, TopicInfo
 from kcli.broker.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
-from kcli.broker.server import Server
+from kcli.broker.server import Server, ServerSettings
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
@@ -59,7 +59,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
-        self.server = Server(self, self.registry, max_request_size=config.get("socket.request.max.bytes"))
+        self.server = Server(self, self.registry, settings=ServerSettings.from_config(config))
         self.endpoints: list[tuple[str, str, int]] = []
         self._default_log_config: LogConfig = config.log_config()
         self._tasks: list[asyncio.Task] = []
@@ -106,7 +106,7 @@ class Broker:
         self.metadata.on_topic_change(self._on_topic_change)
         self.group_coordinator = start_group_coordinator(self)
         for listener_name, host, port in self.config.listeners:
-            bound_host, bound_port = await self.server.listen(host, port)
+            bound_host, bound_port = await self.server.listen(host, port, listener_name)
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
             self.endpoints.append((listener_name, bound_host, bound_port))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]

@@ -967,3 +967,52 @@ class BrokerConfig:
         if not -1 <= acks <= values["offsets.topic.replication.factor"]:
             return "offsets.commit.required.acks must be greater or equal to -1 and less or equal to offsets.topic.replication.factor"
         return None
+
+
+# -- what kcli refuses, and keys nobody defines --------------------------------------------------------
+
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+
+
+def unsupported_security(config: BrokerConfig) -> str | None:
+    """Why the broker must not start, when its configuration asks for security kcli does not
+    have (TLS, SASL): serving such a listener as plaintext would be a silent downgrade. None when
+    everything asked for is PLAINTEXT."""
+    for endpoint in config.listeners:
+        protocol = config.security_protocol(endpoint.listener_name)
+        if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+            return (
+                f"listener {endpoint.listener_name} uses security protocol {protocol}, which kcli does not support "
+                f"(only PLAINTEXT listeners are served)"
+            )
+    protocol = config.get("security.inter.broker.protocol")
+    if protocol not in SUPPORTED_SECURITY_PROTOCOLS and config.get("inter.broker.listener.name") is None:
+        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support (only PLAINTEXT)"
+    for key, value in config.effective_properties.items():
+        if (key == "sasl.enabled.mechanisms" or _LISTENER_SASL_MECHANISMS.fullmatch(key)) and value.strip():
+            return f"{key}={value.strip()} asks for SASL authentication, which kcli does not support"
+    return None
+
+
+_LISTENER_SASL_MECHANISMS = re.compile(r"listener\.name\.[^.]+\.sasl\.enabled\.mechanisms")
+
+
+def unknown_keys(config: BrokerConfig) -> list[str]:
+    """Supplied keys no Kafka broker defines (Kafka logs each as "supplied but isn't a known
+    config"). Keys Kafka defines are known even where kcli has no use for them, as are the
+    ``listener.name.<listener>.`` forms of known keys and the properties passed to tiered-storage
+    plugins under their configured prefixes."""
+    prefixes = tuple(
+        prefix
+        for prefix in (config.get("remote.log.storage.manager.impl.prefix"), config.get("remote.log.metadata.manager.impl.prefix"))
+        if prefix
+    )
+    unknown = []
+    for key in config.originals:
+        if broker_config_key(key) is not None or key.startswith(prefixes):
+            continue
+        match = LISTENER_CONFIG_PREFIX.fullmatch(key)
+        if match is not None and broker_config_key(_listener_base_name(match.group(1))) is not None:
+            continue
+        unknown.append(key)
+    return sorted(unknown)

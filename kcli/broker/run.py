@@ -15,9 +15,17 @@ _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING
 
 
 def load_config(properties_path: str | None, overrides: list[str]):
-    from kcli.broker.broker_config import BrokerConfig
+    """The broker's configuration; refuses security kcli does not have rather than serve it as
+    plaintext, and warns about each key no Kafka broker defines."""
+    from kcli.broker.broker_config import BrokerConfig, unknown_keys, unsupported_security
 
-    return BrokerConfig.from_file(properties_path or None, overrides)
+    config = BrokerConfig.from_file(properties_path or None, overrides)
+    problem = unsupported_security(config)
+    if problem is not None:
+        raise KcliError(f"the broker cannot start: {problem}")
+    for key in unknown_keys(config):
+        logging.getLogger("kcli.broker").warning("The configuration '%s' was supplied but isn't a known config.", key)
+    return config
 
 
 def configure_logging(level_name: str) -> None:

@@ -13,19 +13,29 @@ other failure inside a handler is logged with its traceback and closes only that
 Fetch responses send large file ranges with ``sendfile``.
 
 Frames are read by a buffered protocol (``Connection``, on ``kcli.protocol.frame_stream``): a
-large frame (a produce request) is received straight into a buffer of its own, so its bytes are
-copied once, by the kernel, on their way in.
+large frame (a produce request) is received straight into a buffer of its own, grown as its bytes
+arrive, so its bytes are copied once, by the kernel, on their way in, and an announced size costs
+nothing until it is sent.
+
+Resources are bounded as Kafka's SocketServer bounds them: the server accepts connections itself
+so that a listener at ``max.connections`` stops accepting (``connection_quotas``), a connection
+past ``max.connections.per.ip`` is closed at once, ``queued.max.request.bytes`` is a pool each
+request's size is taken from until it is answered (``RequestMemory``), and connections with no
+byte read or written for ``connections.max.idle.ms`` are closed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kcli.broker.connection_quotas import ConnectionQuotas, normalize_address
 from kcli.broker.handlers import Api, RawResponse
 from kcli.errors import ErrorCode
 from kcli.protocol import framing, mapping_encoder, messages
@@ -39,6 +49,22 @@ SENDFILE_MIN_BYTES = 64 * 1024
 # A connection stops reading once this many frames, or this many bytes, wait to be handled.
 MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 16 << 20
+# Connections taken from one listener's backlog per event-loop turn.
+_ACCEPTS_PER_CALL = 64
+_ACCEPT_RETRY_SECONDS = 1.0
+
+
+def _reap_interval(idle_ms: int) -> float:
+    """How often idle connections are looked for: a connection closes within 1.5x its limit."""
+    return min(max(idle_ms / 2000, 0.01), 30.0)
+
+
+@dataclass(slots=True)
+class _Listener:
+    name: str
+    sock: socket.socket
+    accepting: bool = False
+    closed: bool = False
 
 
 @dataclass(slots=True)
@@ -74,28 +100,103 @@ class _FileRange:
         return offset
 
 
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """The broker configs the network layer honours."""
+
+    max_request_size: int = framing.DEFAULT_MAX_REQUEST_SIZE  # socket.request.max.bytes
+    queued_max_request_bytes: int = -1  # -1: no limit
+    connections_max_idle_ms: int = 600_000
+    listen_backlog: int = 50
+    quotas: ConnectionQuotas | None = None
+
+    @classmethod
+    def from_config(cls, config: Any) -> ServerSettings:
+        return cls(
+            config.get("socket.request.max.bytes"),
+            config.get("queued.max.request.bytes"),
+            config.get("connections.max.idle.ms"),
+            config.get("socket.listen.backlog.size"),
+            ConnectionQuotas.from_config(config),
+        )
+
+
+class RequestMemory:
+    """``queued.max.request.bytes`` as Kafka's request memory pool: a request's size is taken when
+    its size prefix is read and given back once it is answered. Like Kafka's (non-strict) pool, a
+    request is admitted while any memory is left; a connection whose next request is not admitted
+    stops reading until memory is given back."""
+
+    def __init__(self, capacity: int) -> None:
+        self.unlimited = capacity <= 0
+        self.available = capacity
+        self._waiting: collections.deque[Connection] = collections.deque()
+
+    def reserve(self, size: int, connection: Connection) -> bool:
+        if self.unlimited:
+            return True
+        if self.available <= 0:
+            self._waiting.append(connection)
+            return False
+        self.available -= size
+        return True
+
+    def release(self, size: int) -> None:
+        if self.unlimited or size == 0:
+            return
+        self.available += size
+        while self._waiting and self.available > 0:
+            self._waiting.popleft().memory_available()
+
+
 class Server:
-    def __init__(self, broker: Any, registry: Mapping[int, Api], *, max_request_size: int = framing.DEFAULT_MAX_REQUEST_SIZE) -> None:
+    def __init__(self, broker: Any, registry: Mapping[int, Api], *, max_request_size: int | None = None, settings: ServerSettings | None = None) -> None:
+        settings = settings or ServerSettings()
+        if max_request_size is not None:
+            settings = dataclasses.replace(settings, max_request_size=max_request_size)
         self.broker = broker
         self.registry = registry
-        self.max_request_size = max_request_size
-        self._servers: list[asyncio.base_events.Server] = []
+        self.settings = settings
+        self.max_request_size = settings.max_request_size
+        self.quotas = settings.quotas or ConnectionQuotas()
+        self.memory = RequestMemory(settings.queued_max_request_bytes)
+        self._listeners: list[_Listener] = []
         self._connections: set[asyncio.Task] = set()
+        self._connecting: set[asyncio.Task] = set()
+        self._open: set[Connection] = set()
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._reaper: asyncio.TimerHandle | None = None
 
-    async def listen(self, host: str, port: int) -> tuple[str, int]:
+    async def listen(self, host: str, port: int, listener_name: str = "PLAINTEXT") -> tuple[str, int]:
         """Start accepting on (host, port); returns the bound address (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: Connection(self), host or None, port, reuse_address=True)
-        self._servers.append(server)
-        bound = server.sockets[0].getsockname()
+        if host:
+            sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=self.settings.listen_backlog)
+        elif socket.has_dualstack_ipv6():
+            sock = socket.create_server(("", port), family=socket.AF_INET6, backlog=self.settings.listen_backlog, dualstack_ipv6=True)
+        else:
+            sock = socket.create_server(("", port), backlog=self.settings.listen_backlog)
+        sock.setblocking(False)
+        listener = _Listener(listener_name.upper(), sock)
+        self._listeners.append(listener)
+        self._resume_accepting(listener)
+        self._schedule_reaper(loop)
+        bound = sock.getsockname()
         return bound[0], bound[1]
 
     def stop_accepting(self) -> None:
-        for server in self._servers:
-            server.close()
+        loop = asyncio.get_running_loop()
+        for listener in self._listeners:
+            if listener.accepting:
+                loop.remove_reader(listener.sock.fileno())
+                listener.accepting = False
+            listener.closed = True
+            listener.sock.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
 
     async def drain_and_close(self, timeout: float) -> None:
         """Wait (bounded) for in-flight requests to finish, then drop every connection."""
@@ -108,6 +209,92 @@ class Server:
         if self._connections:
             await asyncio.wait(list(self._connections), timeout=timeout)
 
+    # -- accepting -----------------------------------------------------------------------------------
+
+    def _resume_accepting(self, listener: _Listener) -> None:
+        if not listener.accepting and not listener.closed:
+            listener.accepting = True
+            asyncio.get_running_loop().add_reader(listener.sock.fileno(), self._accept, listener)
+
+    def _accept(self, listener: _Listener) -> None:
+        """Accept what waits on ``listener`` while it has slots; at its limit, stop accepting (the
+        rest wait in the backlog) until a connection closes."""
+        loop = asyncio.get_running_loop()
+        quotas = self.quotas
+        for _ in range(_ACCEPTS_PER_CALL):
+            if not quotas.slot_available(listener.name):
+                loop.remove_reader(listener.sock.fileno())
+                listener.accepting = False
+                return
+            try:
+                sock, peer = listener.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionError:  # the peer gave up before it was accepted
+                continue
+            except OSError as e:
+                # Out of descriptors or memory: the waiting connection stays in the backlog, so
+                # accepting again at once would spin. Pause, as asyncio's own server does.
+                log.warning("Could not accept a connection on %s, retrying in %.0f s: %s", listener.name, _ACCEPT_RETRY_SECONDS, e)
+                loop.remove_reader(listener.sock.fileno())
+                listener.accepting = False
+                loop.call_later(_ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
+                return
+            address = normalize_address(str(peer[0]))
+            if not quotas.inc(listener.name, address):
+                log.info("Rejected connection from %s, address already has the configured maximum of %d connections.", address, quotas.max_for(address))
+                sock.close()
+                continue
+            sock.setblocking(False)
+            if quotas.protected(listener.name) and quotas.total > quotas.max_connections:
+                self._close_least_recently_active()
+            task = loop.create_task(self._connect(listener, sock, address))
+            self._connecting.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self._connecting.discard)
+
+    async def _connect(self, listener: _Listener, sock: socket.socket, address: str) -> None:
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: Connection(self, listener.name, address), sock)
+        except Exception:
+            sock.close()
+            self._connection_closed(listener.name, address)
+
+    def _connection_closed(self, listener_name: str, address: str) -> None:
+        self.quotas.dec(listener_name, address)
+        for listener in self._listeners:
+            if not listener.accepting and self.quotas.slot_available(listener.name):
+                self._resume_accepting(listener)
+
+    def _close_least_recently_active(self) -> None:
+        """The inter-broker listener went past ``max.connections``: another listener gives up its
+        least recently active connection (Kafka's closeExcessConnections)."""
+        candidates = [c for c in self._open if self.quotas.exceeded(c.listener) and not c.transport.is_closing()]
+        if candidates:
+            victim = min(candidates, key=lambda c: c.last_active)
+            log.info("Closing connection from %s: the broker is over max.connections", victim.peer)
+            victim.close()
+
+    # -- idle connections ----------------------------------------------------------------------------
+
+    def _schedule_reaper(self, loop: asyncio.AbstractEventLoop) -> None:
+        idle_ms = self.settings.connections_max_idle_ms
+        if self._reaper is None and 0 < idle_ms < 2**62:
+            self._reaper = loop.call_later(_reap_interval(idle_ms), self._reap_idle, loop)
+
+    def _reap_idle(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close connections with no bytes read or written for ``connections.max.idle.ms`` (a
+        request still being handled keeps its connection), as Kafka's selector expires them: a
+        peer that sent half a frame and stopped is idle too."""
+        self._reaper = None
+        idle_ms = self.settings.connections_max_idle_ms
+        deadline = loop.time() - idle_ms / 1000
+        for connection in list(self._open):
+            if connection.last_active < deadline and not connection.handling:
+                log.debug("Closing connection from %s: idle for more than %d ms (connections.max.idle.ms)", connection.peer, idle_ms)
+                connection.close()
+        if any(not listener.closed for listener in self._listeners):
+            self._reaper = loop.call_later(_reap_interval(idle_ms), self._reap_idle, loop)
+
     # -- one connection ----------------------------------------------------------------------------
 
     async def serve(self, connection: Connection) -> None:
@@ -118,13 +305,19 @@ class Server:
         try:
             while (frame := await connection.next_frame()) is not None:
                 self._begin()
+                connection.handling = True
                 try:
-                    response = self._handle(frame, connection.peer)
-                    if asyncio.iscoroutine(response):
-                        response = await response
+                    if isinstance(frame, _Deferred):
+                        response = await frame.response
+                    else:
+                        response = self._handle(frame, connection.peer)
+                        if asyncio.iscoroutine(response):
+                            response = await response
                     if response is not None:
                         await self._write(connection, response)
                 finally:
+                    connection.handling = False
+                    connection.request_done(frame)
                     self._end()
         except asyncio.CancelledError:
             pass
@@ -133,21 +326,28 @@ class Server:
         finally:
             self._connections.discard(task)
             connection.close()
+            connection.release_memory()
 
     def answer_now(self, connection: Connection, frame: bytes | memoryview) -> bool:
         """Answer ``frame`` within this call when its API answers without waiting (every API but
         Fetch, JoinGroup and SyncGroup): no task switch between reading a request and writing its
-        answer. False leaves the frame to the connection's task."""
+        answer. False leaves the frame to the connection's task. A handler that decides to take
+        its time (a Produce of many compressed batches) returns a coroutine: the connection's task
+        finishes it, ahead of any request read after it."""
         api = self.registry.get(framing.peek_api_key(frame))
         if api is None or api.waits:
             return False
         try:
             response = self._handle(frame, connection.peer)
+            if asyncio.iscoroutine(response):
+                connection.defer(_Deferred(response, len(frame)))
+                return True
             if response is not None:
                 connection.write(response[0] if len(response) == 1 else b"".join(map(_inline, response)))
         except Exception as e:
             _log_failure(connection, e)
             connection.close()
+        connection.request_done(frame)
         return True
 
     def _begin(self) -> None:
@@ -181,7 +381,7 @@ class Server:
             raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
         ctx = RequestContext(self.broker, header, peer)
         result = api.handle(ctx, request)
-        if api.waits:
+        if api.waits or asyncio.iscoroutine(result):
             return self._respond_later(api, ctx, result)
         return self._respond(api, ctx, result)
 
@@ -225,6 +425,18 @@ class Server:
         await connection.drain()
 
 
+@dataclass(slots=True)
+class _Deferred:
+    """A request whose handler returned a coroutine from the read callback: the connection's task
+    awaits it before any request read after it."""
+
+    response: Any
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+
 class Connection(FrameStream):
     """One client connection: queues the request frames it reads (``FrameStream``) for the
     connection's task (``Server.serve``); writes responses with flow control.
@@ -232,26 +444,83 @@ class Connection(FrameStream):
     A size prefix outside 0..``socket.request.max.bytes`` closes the connection once the frames
     before it are answered. Reading pauses while ``MAX_QUEUED_FRAMES`` or ``MAX_QUEUED_BYTES``
     wait, so a client that pipelines without reading its answers is held back by TCP, not by the
-    broker's memory."""
+    broker's memory, and while ``queued.max.request.bytes`` is used up. ``last_active`` is when a
+    byte was last read or written, for ``connections.max.idle.ms``."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, listener: str = "PLAINTEXT", address: str = "?") -> None:
         super().__init__(server.max_request_size)
         self._server = server
+        self.listener = listener
+        self.address = address
         self.peer = "?"
-        self._frames: collections.deque[bytes | memoryview | CloseConnection | None] = collections.deque()
+        self.handling = False
+        self.last_active = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._frames: collections.deque[bytes | memoryview | _Deferred | CloseConnection | None] = collections.deque()
         self._queued_bytes = 0
+        self._reserved = 0  # bytes of queued.max.request.bytes this connection holds
         self._frame_waiter: asyncio.Future | None = None
         self._reading_paused = False
+        self._memory_wait = False
+        self._counted = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        self._loop = asyncio.get_running_loop()
+        self.last_active = self._loop.time()
         self.peer = _peer_name(transport.get_extra_info("peername"))
-        asyncio.get_running_loop().create_task(self._server.serve(self))
+        self._counted = True
+        self._server._open.add(self)
+        self._loop.create_task(self._server.serve(self))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._server._open.discard(self)
+        if self._counted:
+            self._counted = False
+            self._server._connection_closed(self.listener, self.address)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = self._loop.time()
+        super().buffer_updated(nbytes)
+
+    def write(self, data: bytes) -> None:
+        self.last_active = self._loop.time()
+        super().write(data)
 
     # -- frames ------------------------------------------------------------------------------------
 
+    def frame_started(self, size: int) -> bool:
+        if not self._server.memory.reserve(size, self):
+            self._memory_wait = True
+            self._update_reading()
+            return False
+        self._reserved += size
+        return True
+
+    def memory_available(self) -> None:
+        """Called by the request memory pool once memory is given back."""
+        if self._memory_wait and not self.lost:
+            self._memory_wait = False
+            self._update_reading()
+            self.continue_frames()
+
+    def request_done(self, frame: Any) -> None:
+        """A request was answered (or dropped): its memory goes back to the pool."""
+        size = len(frame) if frame is not None and not isinstance(frame, CloseConnection) else 0
+        size = min(size, self._reserved)
+        if size:
+            self._reserved -= size
+            self._server.memory.release(size)
+
+    def release_memory(self) -> None:
+        """The connection is done: whatever it still holds goes back to the pool."""
+        size, self._reserved = self._reserved, 0
+        self._server.memory.release(size)
+
     def frame_received(self, body: bytes | memoryview) -> None:
         if self.transport.is_closing():
+            self.request_done(body)
             return  # a request before it closed the connection: the rest of the read is not served
         # Answered at once only while the task waits for work and the answers drain: otherwise
         # it would overtake the requests before it, or write past the transport's high-water mark.
@@ -260,24 +529,37 @@ class Connection(FrameStream):
             return
         self._push(body, len(body))
 
+    def defer(self, deferred: _Deferred) -> None:
+        self._push(deferred, 0)
+
     def size_refused(self, size: int) -> None:
         self._push(CloseConnection(f"request size {size} is outside 0..{self.max_frame_size} (socket.request.max.bytes)"), 0)
 
     def stream_ended(self, exc: Exception | None) -> None:
         self._push(None, 0)
 
-    def _push(self, item: bytes | memoryview | CloseConnection | None, size: int) -> None:
+    def _push(self, item: bytes | memoryview | _Deferred | CloseConnection | None, size: int) -> None:
         self._frames.append(item)
         self._queued_bytes += size
-        if not self._reading_paused and not self.lost and not self.refused and (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= MAX_QUEUED_BYTES):
-            self._reading_paused = True
-            self.transport.pause_reading()
+        self._update_reading()
         if self._frame_waiter is not None and not self._frame_waiter.done():
             self._frame_waiter.set_result(None)
 
-    async def next_frame(self) -> bytes | memoryview | None:
-        """The next request frame's body, or None once the peer is gone; raises CloseConnection
-        where a bad size prefix was read."""
+    def _update_reading(self) -> None:
+        """Pause reading while the queue is full or memory is short; resume once neither holds."""
+        if self.lost or self.refused:
+            return
+        pause = self._memory_wait or len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= MAX_QUEUED_BYTES
+        if pause != self._reading_paused:
+            self._reading_paused = pause
+            if pause:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
+
+    async def next_frame(self) -> bytes | memoryview | _Deferred | None:
+        """The next request frame's body (or a deferred answer), or None once the peer is gone;
+        raises CloseConnection where a bad size prefix was read."""
         while not self._frames:
             self._frame_waiter = asyncio.get_running_loop().create_future()
             try:
@@ -287,17 +569,17 @@ class Connection(FrameStream):
         item = self._frames.popleft()
         if isinstance(item, CloseConnection):
             raise item
-        if item is not None:
+        if item is not None and not isinstance(item, _Deferred):
             self._queued_bytes -= len(item)
-            if self._reading_paused and not self.lost and not self.refused and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
-                self._reading_paused = False
-                self.transport.resume_reading()
+        if self._reading_paused:
+            self._update_reading()
         return item
 
     # -- writing -----------------------------------------------------------------------------------
 
     async def send_range(self, piece: Any) -> None:
         await self.drain()
+        self.last_active = self._loop.time()
         await asyncio.get_running_loop().sendfile(self.transport, _FileRange(piece.fileno), piece.position, piece.size)
 
 

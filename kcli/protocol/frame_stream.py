@@ -3,9 +3,15 @@
 ``FrameStream`` is the asyncio buffered protocol under both ends of a connection: the broker's
 (``kcli.broker.server.Connection``, requests) and the client's (``kcli.client.connection``,
 answers). Small frames are cut out of one receive buffer and come out as ``bytes``; a frame larger
-than half that buffer is received straight into a buffer of its own and comes out as a read-only
-view of it, so its bytes are copied once, by the kernel, on their way in. A size prefix outside
-0..``max_frame_size`` stops reading: nothing after it can be trusted to be a frame.
+than half of ``RECEIVE_BUFFER_BYTES`` is received straight into a buffer of its own and comes out
+as a read-only view of it, so its bytes are copied once, by the kernel, on their way in.
+
+Memory follows the bytes that arrived, never the sizes announced: the receive buffer starts small
+and grows (to ``RECEIVE_BUFFER_BYTES``) only while reads fill it, and a large frame's own buffer
+grows by doubling as its bytes come, so a peer that announces 100 MB and sends nothing costs a few
+KiB. A size prefix outside 0..``max_frame_size`` stops reading before anything is allocated for it:
+nothing after it can be trusted to be a frame. ``frame_started`` lets a subclass hold a frame back
+(the broker's ``queued.max.request.bytes``) before its body is read.
 """
 
 from __future__ import annotations
@@ -15,8 +21,13 @@ import socket
 
 from kcli.protocol import framing
 
-# The receive buffer small frames are cut from; a frame larger than half of it gets its own.
+# The receive buffer small frames are cut from, at its largest; a frame larger than half of it
+# gets its own. It starts at INITIAL_RECEIVE_BUFFER_BYTES and doubles while reads fill it.
 RECEIVE_BUFFER_BYTES = 64 * 1024
+INITIAL_RECEIVE_BUFFER_BYTES = 4 * 1024
+LARGE_FRAME_BYTES = RECEIVE_BUFFER_BYTES // 2
+# A large frame's own buffer starts at this size (or the frame's, if smaller) and doubles as it fills.
+INITIAL_LARGE_BUFFER_BYTES = 64 * 1024
 
 
 class FrameStream(asyncio.BufferedProtocol):
@@ -25,10 +36,13 @@ class FrameStream(asyncio.BufferedProtocol):
     def __init__(self, max_frame_size: int) -> None:
         self.max_frame_size = max_frame_size
         self.transport: asyncio.Transport | None = None
-        self._buffer = bytearray(RECEIVE_BUFFER_BYTES)
+        self._buffer = bytearray(INITIAL_RECEIVE_BUFFER_BYTES)
         self._start = self._end = 0  # the unread bytes of _buffer
         self._large: bytearray | None = None  # a frame body being received into its own buffer
+        self._large_size = 0  # the size of that frame; _large grows towards it
         self._large_filled = 0
+        self._admitted = False  # frame_started accepted the frame whose size prefix is at _start
+        self._held = False  # frame_started held the frame at _start back: cutting waits for continue_frames
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future] = []
         self.lost = False
@@ -43,6 +57,11 @@ class FrameStream(asyncio.BufferedProtocol):
         """A size prefix outside 0..max_frame_size was read; reading has stopped."""
         raise NotImplementedError
 
+    def frame_started(self, size: int) -> bool:
+        """A valid size prefix was read, before anything is allocated for its body. False holds the
+        frame back: no frame is cut until ``continue_frames`` (the subclass pauses reading)."""
+        return True
+
     def stream_ended(self, exc: Exception | None) -> None:
         """The peer closed its side (``exc`` None) or the connection was lost; called once for each."""
 
@@ -55,26 +74,50 @@ class FrameStream(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._large is not None:
-            return memoryview(self._large)[self._large_filled :]
-        if self._end == len(self._buffer):
-            # The unread bytes are the start of a frame shorter than half the buffer: move them to the front.
+        large = self._large
+        if large is not None:
+            if self._large_filled == len(large):
+                more = min(len(large), self._large_size - len(large))
+                try:
+                    large.extend(bytes(more))  # grown in place (realloc) where nothing views it
+                except BufferError:  # the caller still holds the view handed out last time
+                    grown = bytearray(len(large) + more)
+                    grown[: len(large)] = large
+                    self._large = large = grown
+            return memoryview(large)[self._large_filled :]
+        buffer = self._buffer
+        if self._end == len(buffer):
             unread = self._end - self._start
-            self._buffer[:unread] = self._buffer[self._start : self._end]
+            if len(buffer) < RECEIVE_BUFFER_BYTES:
+                # The last read filled the buffer: more is coming, so read more at a time. A small
+                # frame (at most half the largest buffer) always fits once the buffer is grown.
+                grown = bytearray(min(2 * len(buffer), RECEIVE_BUFFER_BYTES))
+                grown[:unread] = buffer[self._start : self._end]
+                self._buffer = buffer = grown
+            else:
+                # The unread bytes are the start of a small frame: move them to the front.
+                buffer[:unread] = buffer[self._start : self._end]
             self._start, self._end = 0, unread
-        return memoryview(self._buffer)[self._end :]
+        return memoryview(buffer)[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self.refused:
             return
         if self._large is None:
             self._end += nbytes
-            self._cut_frames()
+            if not self._held:
+                self._cut_frames()
             return
         self._large_filled += nbytes
-        if self._large_filled == len(self._large):
+        if self._large_filled == self._large_size:
             body, self._large = self._large, None
             self.frame_received(memoryview(body).toreadonly())
+
+    def continue_frames(self) -> None:
+        """Cut frames again after ``frame_started`` held one back."""
+        if self._held and not self.refused and self._large is None:
+            self._held = False
+            self._cut_frames()
 
     def eof_received(self) -> bool:
         self.stream_ended(None)
@@ -104,15 +147,26 @@ class FrameStream(asyncio.BufferedProtocol):
                 self.transport.pause_reading()
                 self.size_refused(size)
                 return
+            if not self._admitted:
+                if not self.frame_started(size):
+                    self._held = True
+                    return
+                self._admitted = True
             body_start = self._start + 4
             available = self._end - body_start
             if available >= size:
                 self._start = body_start + size
+                self._admitted = False
                 self.frame_received(bytes(buffer[body_start : body_start + size]))
-            elif size > len(buffer) // 2:
-                self._large = bytearray(size)
+                if self._held or self.refused:
+                    return
+                buffer = self._buffer
+            elif size > LARGE_FRAME_BYTES:
+                self._large = bytearray(min(size, max(INITIAL_LARGE_BUFFER_BYTES, available)))
                 self._large[:available] = buffer[body_start : self._end]
+                self._large_size = size
                 self._large_filled = available
+                self._admitted = False
                 self._start = self._end = 0
                 return
             else:

@@ -12,7 +12,9 @@
     4   zstd    a zstd frame
 
 Decompression is bounded while it runs: output beyond ``max_size`` is never materialised, so a
-small crafted payload cannot exhaust memory. Every failure is a ``CorruptRecordError``.
+small crafted payload cannot exhaust memory. ``open_stream`` inflates on demand, a few bytes at a
+time, so a reader that learns from the first bytes that the rest is not wanted (the record
+framing is already wrong) stops there. Every failure is a ``CorruptRecordError``.
 """
 
 from __future__ import annotations
@@ -86,24 +88,67 @@ def decompress(
 
     ``legacy_lz4`` also accepts the LZ4 header checksum written by Kafka before 0.10.
     """
+    if _codec_or_corrupt(codec) is CompressionType.NONE:
+        _check_size(len(data), max_size, CompressionType.NONE)
+        return bytes(data)
+    stream = open_stream(codec, data, max_size, legacy_lz4=legacy_lz4)
+    parts = []
+    while part := stream.read(_READ_SIZE):
+        parts.append(part)
+    return b"".join(parts)
+
+
+class DecompressionStream:
+    """Inflates one compressed payload on demand. ``read(n)`` gives the next 1..n bytes, b"" at
+    the end of a whole stream; past ``max_size`` bytes in total, or on corrupt or truncated
+    input, it raises CorruptRecordError. ``produced`` counts the bytes given out."""
+
+    def __init__(self, codec: CompressionType, max_size: int) -> None:
+        self.codec = codec
+        self.max_size = max_size
+        self.produced = 0
+
+    def read(self, n: int) -> bytes:
+        want = min(n, self.max_size - self.produced + 1)
+        try:
+            part = self._read(max(want, 1))
+        except (zlib.error, snappy.UncompressError, RuntimeError, zstandard.ZstdError) as e:
+            # python-snappy's UncompressError carries its message on the cause.
+            raise CorruptRecordError(f"corrupt {self.codec.label} data: {e.__cause__ or e}") from None
+        self.produced += len(part)
+        _check_size(self.produced, self.max_size, self.codec)
+        return part
+
+    def _read(self, n: int) -> bytes:
+        raise NotImplementedError
+
+
+def open_stream(
+    codec: CompressionType | int,
+    data: bytes | memoryview,
+    max_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    *,
+    legacy_lz4: bool = False,
+) -> DecompressionStream:
+    """A stream over ``data`` compressed with ``codec`` (not NONE)."""
+    codec = _codec_or_corrupt(codec)
+    view = memoryview(data)
+    if codec is CompressionType.GZIP:
+        return _GzipStream(view, max_size)
+    if codec is CompressionType.SNAPPY:
+        return _SnappyStream(view, max_size)
+    if codec is CompressionType.LZ4:
+        return _Lz4Stream(view, max_size, legacy_lz4)
+    if codec is CompressionType.ZSTD:
+        return _ZstdStream(view, max_size)
+    raise ValueError("an uncompressed payload has no decompression stream")
+
+
+def _codec_or_corrupt(codec: CompressionType | int) -> CompressionType:
     try:
-        codec = _codec(codec)
+        return _codec(codec)
     except ValueError:
         raise CorruptRecordError(f"unknown compression codec {int(codec)}") from None
-    if codec is CompressionType.NONE:
-        _check_size(len(data), max_size, codec)
-        return bytes(data)
-    try:
-        if codec is CompressionType.GZIP:
-            return _gunzip(data, max_size)
-        if codec is CompressionType.SNAPPY:
-            return _snappy_decompress(memoryview(data), max_size)
-        if codec is CompressionType.LZ4:
-            return _lz4_decompress(memoryview(data), max_size, legacy_lz4)
-        return _zstd_decompress(memoryview(data), max_size)
-    except (zlib.error, snappy.UncompressError, RuntimeError, zstandard.ZstdError) as e:
-        # python-snappy's UncompressError carries its message on the cause.
-        raise CorruptRecordError(f"corrupt {codec.label} data: {e.__cause__ or e}") from None
 
 
 def _codec(codec: CompressionType | int) -> CompressionType:
@@ -122,22 +167,27 @@ def _corrupt(codec: CompressionType, what: str) -> CorruptRecordError:
 # -- gzip -----------------------------------------------------------------------------------------
 
 
-def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
-    parts = []
-    size = 0
-    rest = data
-    while True:
-        inflater = zlib.decompressobj(wbits=31)
-        part = inflater.decompress(rest, max_size - size + 1)
-        size += len(part)
-        _check_size(size, max_size, CompressionType.GZIP)
-        parts.append(part)
-        if not inflater.eof:
-            raise _corrupt(CompressionType.GZIP, "truncated stream")
-        # Concatenated gzip members form one stream, as Java's GZIPInputStream reads them.
-        rest = inflater.unused_data
-        if not rest:
-            return b"".join(parts)
+class _GzipStream(DecompressionStream):
+    def __init__(self, data: memoryview, max_size: int) -> None:
+        super().__init__(CompressionType.GZIP, max_size)
+        self._inflater = zlib.decompressobj(wbits=31)
+        self._input: bytes | memoryview = data
+
+    def _read(self, n: int) -> bytes:
+        while True:
+            inflater = self._inflater
+            if inflater.eof:
+                # Concatenated gzip members form one stream, as Java's GZIPInputStream reads them.
+                if not inflater.unused_data:
+                    return b""
+                self._input = inflater.unused_data
+                self._inflater = inflater = zlib.decompressobj(wbits=31)
+            part = inflater.decompress(self._input, n)
+            self._input = inflater.unconsumed_tail
+            if part:
+                return part
+            if not inflater.eof and not self._input:
+                raise _corrupt(CompressionType.GZIP, "truncated stream")
 
 
 # -- snappy ---------------------------------------------------------------------------------------
@@ -158,25 +208,50 @@ def _xerial_compress(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _snappy_decompress(data: memoryview, max_size: int) -> bytes:
-    # snappy-java's rule: a full 16-byte header starting with the magic means xerial framing.
-    if len(data) < len(_XERIAL_HEADER) or data[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
-        return _raw_snappy(data, max_size)
-    parts = []
-    size = 0
-    pos = len(_XERIAL_HEADER)
-    while pos < len(data):
-        if pos + 4 > len(data):
-            raise _corrupt(CompressionType.SNAPPY, "truncated block length")
-        (length,) = _INT32.unpack_from(data, pos)
-        pos += 4
-        if length < 0 or pos + length > len(data):
-            raise _corrupt(CompressionType.SNAPPY, f"block of {length} bytes at {pos - 4} overruns the data")
-        part = _raw_snappy(data[pos : pos + length], max_size, size)
-        size += len(part)
-        parts.append(part)
-        pos += length
-    return b"".join(parts)
+class _SnappyStream(DecompressionStream):
+    """snappy-java's rule: a full 16-byte header starting with the magic means xerial framing;
+    anything else is one raw snappy block. A block is inflated whole, once its declared length
+    is known to fit."""
+
+    def __init__(self, data: memoryview, max_size: int) -> None:
+        super().__init__(CompressionType.SNAPPY, max_size)
+        self._data = data
+        self._xerial = len(data) >= len(_XERIAL_HEADER) and data[: len(_XERIAL_MAGIC)] == _XERIAL_MAGIC
+        self._pos = len(_XERIAL_HEADER) if self._xerial else 0
+        self._block = b""
+        self._block_pos = 0
+        self._inflated = 0  # bytes of the blocks inflated so far
+
+    def _read(self, n: int) -> bytes:
+        while self._block_pos == len(self._block):
+            if not self._next_block():
+                return b""
+        part = self._block[self._block_pos : self._block_pos + n]
+        self._block_pos += len(part)
+        return part
+
+    def _next_block(self) -> bool:
+        data, pos = self._data, self._pos
+        if not self._xerial:
+            if pos > 0:
+                return False
+            self._pos = len(data)
+            block = data
+        else:
+            if pos >= len(data):
+                return False
+            if pos + 4 > len(data):
+                raise _corrupt(CompressionType.SNAPPY, "truncated block length")
+            (length,) = _INT32.unpack_from(data, pos)
+            pos += 4
+            if length < 0 or pos + length > len(data):
+                raise _corrupt(CompressionType.SNAPPY, f"block of {length} bytes at {pos - 4} overruns the data")
+            block = data[pos : pos + length]
+            self._pos = pos + length
+        self._block = _raw_snappy(block, self.max_size, self._inflated)
+        self._inflated += len(self._block)
+        self._block_pos = 0
+        return True
 
 
 def _raw_snappy(block: memoryview, max_size: int, before: int = 0) -> bytes:
@@ -201,28 +276,33 @@ _LZ4_CONTENT_SIZE_FLAG = 0x08
 _LZ4_DICT_ID_FLAG = 0x01
 
 
-def _lz4_decompress(data: memoryview, max_size: int, legacy: bool) -> bytes:
-    parts = []
-    size = 0
-    pos = 0
-    while True:
-        header = _lz4_header(data[pos:], legacy)
-        context = lz4.frame.create_decompression_context()
-        lz4.frame.decompress_chunk(context, header)
-        pos += len(header)
-        end_of_frame = False
-        while not end_of_frame:
-            limit = min(_READ_SIZE, max_size - size + 1)
-            part, used, end_of_frame = lz4.frame.decompress_chunk(context, data[pos:], max_length=limit)
-            pos += used
-            size += len(part)
-            _check_size(size, max_size, CompressionType.LZ4)
-            parts.append(part)
-            if not (end_of_frame or used or part):
+class _Lz4Stream(DecompressionStream):
+    def __init__(self, data: memoryview, max_size: int, legacy: bool) -> None:
+        super().__init__(CompressionType.LZ4, max_size)
+        self._data = data
+        self._legacy = legacy
+        self._pos = 0
+        self._context = None  # the frame being read
+
+    def _read(self, n: int) -> bytes:
+        data = self._data
+        while True:
+            if self._context is None:
+                # Concatenated frames form one stream, as the LZ4 frame format allows.
+                if self._pos == len(data) and self._pos > 0:
+                    return b""
+                header = _lz4_header(data[self._pos :], self._legacy)
+                self._context = lz4.frame.create_decompression_context()
+                lz4.frame.decompress_chunk(self._context, header)
+                self._pos += len(header)
+            part, used, end_of_frame = lz4.frame.decompress_chunk(self._context, data[self._pos :], max_length=min(n, _READ_SIZE))
+            self._pos += used
+            if end_of_frame:
+                self._context = None
+            elif not (used or part):
                 raise _corrupt(CompressionType.LZ4, "truncated frame")
-        # Concatenated frames form one stream, as the LZ4 frame format allows.
-        if pos == len(data):
-            return b"".join(parts)
+            if part:
+                return part
 
 
 def _lz4_header(data: memoryview, legacy: bool) -> bytes:
@@ -301,20 +381,16 @@ def _zstd_contexts() -> threading.local:
     return _zstd_local
 
 
-def _zstd_decompress(data: memoryview, max_size: int) -> bytes:
-    # python-zstandard's stream reader ends quietly on a truncated frame, so check that the
-    # input is whole frames first; the reader then bounds the output.
-    _check_zstd_frames(data)
-    reader = _zstd_contexts().decompressor.stream_reader(data, read_across_frames=True)
-    parts = []
-    size = 0
-    while True:
-        part = reader.read(min(_READ_SIZE, max_size - size + 1))
-        if not part:
-            return b"".join(parts)
-        size += len(part)
-        _check_size(size, max_size, CompressionType.ZSTD)
-        parts.append(part)
+class _ZstdStream(DecompressionStream):
+    def __init__(self, data: memoryview, max_size: int) -> None:
+        super().__init__(CompressionType.ZSTD, max_size)
+        # python-zstandard's stream reader ends quietly on a truncated frame, so check that the
+        # input is whole frames first; the reader then bounds the output.
+        _check_zstd_frames(data)
+        self._reader = _zstd_contexts().decompressor.stream_reader(data, read_across_frames=True)
+
+    def _read(self, n: int) -> bytes:
+        return self._reader.read(min(n, _READ_SIZE))
 
 
 def _check_zstd_frames(data: memoryview) -> None:

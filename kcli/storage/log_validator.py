@@ -18,6 +18,14 @@ Step 3 is the only one that reads past the 61-byte header. An uncompressed batch
 length prefix to length prefix, its offset deltas compared as bytes with their expected encoding,
 unless keys or timestamps must be seen; a compressed batch is decompressed once and decoded.
 
+Decompression is bounded by what the batch can legitimately hold (``inflate_records``): it is
+inflated a step at a time while the records' length prefixes are followed, so it stops as soon as
+the framing is wrong (a decompression bomb of zeros costs one step), the records' declared
+lengths may not add up to more than ``record count x max.message.bytes`` (MESSAGE_TOO_LARGE,
+found from the prefixes before those bytes are inflated), nor past
+``compression.DEFAULT_MAX_DECOMPRESSED_BYTES`` (CORRUPT_MESSAGE), and nothing may follow the
+last record (INVALID_RECORD, as Kafka's "records still remaining").
+
 A batch the broker built itself (``records.BuiltBatch``: the group coordinator's writes) carries
 what steps 1-3 would find out, so ``assign_offsets_to_built_batch`` checks those facts against the
 topic's rules and only does step 4. When a rule would need more than the facts (a null key on a
@@ -31,7 +39,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kcli.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KcliError
-from kcli.storage.compression import CompressionType
+from kcli.storage.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType, open_stream
 from kcli.storage.log_config import COMPACT, LOG_APPEND_TIME, LogConfig
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.record_runs import MIN_RUN, find_run, offset_deltas
@@ -294,11 +302,11 @@ class _Append(NamedTuple):
             if codec == CompressionType.NONE:
                 walk_records(self.data, position + RECORD_BATCH_OVERHEAD, position + size, batch.record_count)
             else:
-                section = batch.records_bytes()  # a codec failure stays a CorruptRecordError
+                section = inflate_records(batch, self.partition, self.config.max_message_bytes)
                 walk_records(section, 0, len(section), batch.record_count, check_offset_deltas=True)
             fields = None
         else:
-            fields = _decode_records(batch, self.partition)
+            fields = _decode_records(batch, self.partition, self.config.max_message_bytes)
             _check_records(batch, fields, self.rules, self.partition)
         if fields is not None and target != codec:
             rebuilt = _rebuild(batch, fields, target, base_offset, self.leader_epoch, self.log_append_time)
@@ -456,9 +464,65 @@ def _walk(data: bytes | bytearray, pos: int, end: int, first: int, n: int, count
     return pos
 
 
-def _decode_records(batch: RecordBatch, partition: str) -> list[RecordFields]:
+# Bytes inflated at a time while following the records' length prefixes.
+INFLATE_STEP = 16 * 1024
+_MAX_VARINT_BYTES = 10
+
+
+def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) -> bytes:
+    """The records section of a compressed batch, inflated no further than its records lead.
+
+    Record i's length prefix says where record i + 1 starts; inflation goes a step past what the
+    prefixes read so far require, and stops at the first prefix that cannot be right: too short
+    a record (INVALID_RECORD), declared lengths adding up past ``record count x max_message_bytes``
+    (MESSAGE_TOO_LARGE) or past DEFAULT_MAX_DECOMPRESSED_BYTES (CORRUPT_MESSAGE), bytes after the
+    last record, or a stream that ends early (INVALID_RECORD). A codec failure is CORRUPT_MESSAGE.
+    The framing is checked again, with the offset deltas, by the caller's walk of the section.
+    """
+    count = batch.record_count
+    start = batch.position + RECORD_BATCH_OVERHEAD
+    payload = memoryview(batch.buffer)[start : batch.position + batch.size_in_bytes]
+    by_count = count * max_message_bytes
+    limit = min(by_count, DEFAULT_MAX_DECOMPRESSED_BYTES)
+    stream = open_stream(batch.compression, payload, limit + INFLATE_STEP)
+    data = bytearray()
+    i = 0  # records whose length prefix was read
+    end = 0  # where record i starts; once i == count, where the records end
+    while True:
+        while i < count and end < len(data):
+            try:
+                length, p = decode_varint(data, end)
+            except CorruptRecordError:
+                if len(data) - end >= _MAX_VARINT_BYTES:
+                    raise InvalidRecordError(f"record {i} of the batch in topic partition {partition} has a malformed length") from None
+                break  # the prefix is not all inflated yet
+            if length < _MIN_RECORD_BODY:
+                raise InvalidRecordError(f"record {i} of length {length} does not fit in its batch in topic partition {partition}")
+            end = p + length
+            i += 1
+            if end > limit:
+                if limit == by_count:
+                    raise RecordTooLargeError(
+                        f"The records of the batch in the append to {partition} declare more than {limit} bytes decompressed, "
+                        f"more than its {count} record(s) may hold under the maximum configured size of {max_message_bytes} (max.message.bytes)."
+                    )
+                raise CorruptRecordError(f"{batch.compression.label} data of the batch in topic partition {partition} decompresses to more than {limit} bytes")
+        if i == count and len(data) > end:
+            raise InvalidRecordError(f"Incorrect declared batch size, bytes remain after the {count} records of the batch in topic partition {partition}")
+        part = stream.read(max(end - len(data), 0) + INFLATE_STEP if i < count else max(end - len(data), 1))
+        if not part:
+            if i < count or len(data) != end:
+                raise InvalidRecordError(f"the records of the batch in topic partition {partition} end before its {count} records")
+            return bytes(data)
+        data += part
+
+
+def _decode_records(batch: RecordBatch, partition: str, max_message_bytes: int) -> list[RecordFields]:
     """Every record of the batch, decompressed once; offset deltas must run 0..n-1."""
-    section = batch.records_bytes()  # a codec failure stays a CorruptRecordError
+    if batch.compression == CompressionType.NONE:
+        section = batch.records_bytes()
+    else:
+        section = inflate_records(batch, partition, max_message_bytes)
     try:
         fields = decode_record_fields(section, batch.record_count)
     except CorruptRecordError as exc:

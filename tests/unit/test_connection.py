@@ -42,8 +42,13 @@ class FakeTransport:
 
 
 class FakeServer:
-    def __init__(self, max_request_size: int = 100 << 20) -> None:
+    def __init__(self, max_request_size: int = 100 << 20, queued_max_request_bytes: int = -1) -> None:
         self.max_request_size = max_request_size
+        self.memory = server.RequestMemory(queued_max_request_bytes)
+        self._open: set[Connection] = set()
+
+    def _connection_closed(self, listener: str, address: str) -> None:
+        pass
 
     async def serve(self, connection: Connection) -> None:
         pass
@@ -105,19 +110,88 @@ def test_frames_come_out_whole_and_in_order_however_the_stream_is_split(bodies, 
     assert asyncio.run(scenario()) == bodies
 
 
-def test_a_large_frame_is_received_into_its_own_buffer():
+def test_a_large_frame_is_received_into_its_own_buffer_grown_as_its_bytes_arrive():
     async def scenario():
         connection, _ = await open_connection()
         body = bytes(range(256)) * 1024  # 256 KiB, larger than the receive buffer
-        feed(connection, framed(body)[:1000])
-        assert connection._large is not None and len(connection._large) == len(body)
-        feed(connection, framed(body)[1000:])
+        stream = framed(body)
+        feed(connection, stream[:1000])
+        sizes = [len(connection._large)]
+        for start in range(1000, len(stream), 50_000):
+            feed(connection, stream[start : start + 50_000])
+            if connection._large is not None:
+                sizes.append((connection._large_filled, len(connection._large)))
         frame = await connection.next_frame()
-        return frame, body
+        return frame, body, sizes
 
-    frame, body = asyncio.run(scenario())
+    frame, body, sizes = asyncio.run(scenario())
     assert isinstance(frame, memoryview) and frame.readonly
     assert bytes(frame) == body
+    assert sizes[0] <= frame_stream.INITIAL_LARGE_BUFFER_BYTES
+    # The buffer never holds more than twice what arrived (or its first size).
+    assert all(size <= max(2 * filled, frame_stream.INITIAL_LARGE_BUFFER_BYTES) for filled, size in sizes[1:])
+
+
+def test_an_announced_size_costs_nothing_until_its_bytes_arrive():
+    async def scenario():
+        connection, _ = await open_connection()
+        feed(connection, struct.pack(">i", 100_000_000) + b"x" * 10)  # a 100 MB frame announced, 10 bytes sent
+        return len(connection._large), len(connection._buffer)
+
+    large, receive = asyncio.run(scenario())
+    assert large <= frame_stream.INITIAL_LARGE_BUFFER_BYTES
+    assert receive <= frame_stream.RECEIVE_BUFFER_BYTES
+
+
+def test_the_receive_buffer_starts_small_and_grows_while_reads_fill_it():
+    async def scenario():
+        connection, _ = await open_connection()
+        first = len(connection._buffer)
+        feed(connection, b"".join(framed(b"y" * 2000) for _ in range(3)))  # 3 of the 4 queued frames the queue allows
+        return first, len(connection._buffer), await read_all(connection, 3)
+
+    first, grown, frames = asyncio.run(scenario())
+    assert first == frame_stream.INITIAL_RECEIVE_BUFFER_BYTES
+    assert first < grown <= frame_stream.RECEIVE_BUFFER_BYTES
+    assert frames == [b"y" * 2000] * 3
+
+
+def test_queued_max_request_bytes_holds_the_next_request_until_memory_is_given_back():
+    async def scenario():
+        shared = FakeServer(queued_max_request_bytes=150)
+        first = Connection(shared)
+        first_transport = FakeTransport()
+        first.connection_made(first_transport)
+        second = Connection(shared)
+        second_transport = FakeTransport()
+        second.connection_made(second_transport)
+        await asyncio.sleep(0)
+        feed(first, framed(b"a" * 200))  # admitted while any memory is left, as Kafka's pool does
+        held = await first.next_frame()
+        feed(second, framed(b"b" * 10))
+        second_waits = not second._frames and second_transport.paused
+        first.request_done(held)  # answered: its 200 bytes go back
+        return second_waits, second_transport.paused, bytes(await second.next_frame()), shared.memory.available
+
+    second_waits, still_paused, frame, available = asyncio.run(scenario())
+    assert second_waits
+    assert not still_paused
+    assert frame == b"b" * 10
+    assert available == 150 - 10
+
+
+def test_a_closed_connection_gives_its_request_memory_back():
+    async def scenario():
+        shared = FakeServer(queued_max_request_bytes=1000)
+        connection, _ = Connection(shared), None
+        connection.connection_made(FakeTransport())
+        await asyncio.sleep(0)
+        feed(connection, framed(b"c" * 300) + struct.pack(">i", 500) + b"partial")
+        before = shared.memory.available
+        connection.release_memory()
+        return before, shared.memory.available
+
+    assert asyncio.run(scenario()) == (1000 - 300 - 500, 1000)
 
 
 def test_a_size_prefix_over_the_limit_closes_after_the_earlier_frames():
@@ -204,3 +278,40 @@ def test_a_refused_frame_size_says_what_the_peer_looks_like():
         "its first bytes are a TLS record: is it an SSL listener? kcli speaks PLAINTEXT only"
     )
     assert refused_frame_message("h:1", -1, 100) == "h:1 is not a Kafka broker: it answered a frame of -1 bytes (a Kafka answer is 0 to 100 bytes here)"
+
+
+def test_running_out_of_descriptors_pauses_accepting_instead_of_spinning(monkeypatch):
+    import errno
+    import socket as socket_module
+
+    class ExhaustedSocket:
+        def __init__(self) -> None:
+            self.accepts = 0
+            self._real = socket_module.socket()
+
+        def fileno(self) -> int:
+            return self._real.fileno()
+
+        def accept(self):
+            self.accepts += 1
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(server, "_ACCEPT_RETRY_SECONDS", 0.05)
+
+    async def scenario():
+        broker_server = server.Server(None, {})
+        sock = ExhaustedSocket()
+        listener = server._Listener("PLAINTEXT", sock)
+        broker_server._listeners.append(listener)
+        broker_server._accept(listener)
+        paused = not listener.accepting
+        attempts = sock.accepts
+        await asyncio.sleep(0.2)  # about four retry delays
+        retried = sock.accepts
+        asyncio.get_running_loop().remove_reader(sock.fileno())
+        sock._real.close()
+        return paused, attempts, retried
+
+    paused, attempts, retried = asyncio.run(scenario())
+    assert paused and attempts == 1
+    assert 2 <= retried <= 10  # tried again after each delay, not thousands of times

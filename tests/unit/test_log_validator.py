@@ -395,3 +395,75 @@ def test_a_damaged_section_is_walked_as_one_by_one_walks_it(data):
                 walk_records(section, 0, len(section), claimed, check_offset_deltas=check)
         else:
             walk_records(section, 0, len(section), claimed, check_offset_deltas=check)
+
+
+# -- decompression bounded by what the batch can hold -------------------------------------------------
+
+
+class _CountingStreams:
+    """open_stream, counting the bytes every stream gives out."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.produced = 0
+        real = log_validator.open_stream
+
+        def counting(*args, **kwargs):
+            stream = real(*args, **kwargs)
+            read = stream.read
+
+            def counted(n):
+                part = read(n)
+                self.produced += len(part)
+                return part
+
+            stream.read = counted
+            return stream
+
+        monkeypatch.setattr(log_validator, "open_stream", counting)
+
+
+@pytest.mark.parametrize("codec", [CompressionType.ZSTD, CompressionType.GZIP])
+def test_a_decompression_bomb_is_refused_after_inflating_a_step_not_the_whole_bomb(monkeypatch, codec):
+    from tests.abuse_clients import bomb_batch
+
+    streams = _CountingStreams(monkeypatch)
+    bomb = bomb_batch(codec, 128 << 20)  # 128 MiB of zeros: record 0 would have length 0
+    with pytest.raises(InvalidRecordError, match="record 0 of length 0"):
+        validate(bomb)
+    assert streams.produced <= 2 * log_validator.INFLATE_STEP
+
+
+def test_records_declaring_more_than_their_count_may_hold_are_too_large_before_they_are_inflated(monkeypatch):
+    from kcli.storage.compression import compress
+    from kcli.storage.varint import encode_varint
+
+    streams = _CountingStreams(monkeypatch)
+    # One record declaring 10 MB, followed by 10 MB of zeros: a 10 KB payload.
+    section = encode_varint(10_000_000) + bytes(10_000_000)
+    template = bytearray(build_batch(records(1), compression=CompressionType.ZSTD))
+    data = bytes(template[:61]) + compress(CompressionType.ZSTD, section)
+    data = with_field(data, ">i", 8, len(data) - 12)
+    with pytest.raises(log_validator.RecordTooLargeError, match="max.message.bytes") as raised:
+        validate(data, LogConfig(max_message_bytes=1_000_000))
+    assert raised.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert streams.produced <= 2 * log_validator.INFLATE_STEP
+
+
+def test_a_compressed_batch_larger_than_max_message_bytes_once_inflated_is_accepted_within_its_record_count():
+    # Three records of 600 KB each: 1.8 MB inflated, a few KB compressed, under 3 x max.message.bytes.
+    batch = build_batch([NewRecord(b"k", bytes(600_000), NOW) for _ in range(3)], compression=CompressionType.ZSTD)
+    assert len(batch) < 1_000_000
+    result = validate(batch, LogConfig(max_message_bytes=1_000_000))
+    assert result.record_count == 3
+
+
+@pytest.mark.parametrize("codec", [CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD])
+def test_a_compressed_section_that_ends_before_its_records_is_invalid(codec):
+    from kcli.storage.compression import compress
+
+    section = bytes(build_batch(records(2)))[61:]
+    template = bytearray(build_batch(records(3), compression=codec))  # count 3 over a section of 2 records
+    data = bytes(template[:61]) + compress(codec, section)
+    data = with_field(data, ">i", 8, len(data) - 12)
+    with pytest.raises(InvalidRecordError, match="end before its 3 records"):
+        validate(data)

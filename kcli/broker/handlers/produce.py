@@ -12,68 +12,110 @@ OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message; a d
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
+Validation never starves other connections: a request carrying more than one compressed batch
+is handled by the connection's task, which yields to the event loop after each compressed
+partition, so other clients are served between them (the connection's later requests still wait
+their turn). What one compressed batch may cost is bounded by the log validator (its records'
+declared lengths against its record count and ``max.message.bytes``).
+
 Version notes: v3 is the first with magic v2 batches only (older versions, with message sets,
 are not served); log_start_offset from v5, record_errors and error_message from v8.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from kcli.broker.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode, KafkaError, KcliError
-from kcli.storage.records import LOG_OVERHEAD, peek_batch_header
+from kcli.storage.records import ATTRIBUTES_OFFSET, LOG_OVERHEAD, peek_batch_header
 
 API_KEY = 0
 VERSIONS = (3, 11)
 
 log = logging.getLogger(__name__)
 
+_ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # attributes are a big-endian int16
+
 
 def handle(ctx, request):
-    acks = request.acks
-    replicas = ctx.broker.replica_manager
+    if _compressed_batches(request) > 1:
+        return _handle_yielding(ctx, request)
     responses = []
-    failed = False
+    state = _State()
+    for topic in request.topic_data:
+        partition_responses = [_append(ctx, request.acks, topic.name, data, state) for data in topic.partition_data]
+        responses.append({"name": topic.name, "partition_responses": partition_responses})
+    return _answer(ctx, request.acks, responses, state)
+
+
+async def _handle_yielding(ctx, request):
+    responses = []
+    state = _State()
     for topic in request.topic_data:
         partition_responses = []
         for data in topic.partition_data:
-            result = {"index": data.index, "base_offset": -1, "log_append_time": -1, "log_start_offset": -1}
-            try:
-                if acks not in (0, 1, -1):
-                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                if is_internal(topic.name):
-                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic.name}")
-                partition = replicas.partition(topic.name, data.index)
-                _check_single_batch(data.records)
-                info = partition.append(data.records, acks)
-                result["base_offset"] = info.first_offset
-                result["log_append_time"] = info.log_append_time
-                result["log_start_offset"] = info.log_start_offset
-                replicas.notify((topic.name, data.index))
-            except KcliError as e:
-                failed = True
-                result["error_code"] = e.error_code
-                result["error_message"] = str(e) or None
-                result["record_errors"] = [
-                    {"batch_index": index, "batch_index_error_message": message} for index, message in getattr(e, "record_errors", ())
-                ]
-                log.debug("Produce to %s-%d failed: %s", topic.name, data.index, e)
-            except OSError as e:
-                failed = True  # the log turns its own disk errors into KafkaStorageError; this is a safety net
-                result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-                result["error_message"] = str(e)
-                log.warning("Produce to %s-%d failed: %s", topic.name, data.index, e)
-            except Exception:
-                failed = True
-                result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
-                log.exception("Produce to %s-%d failed unexpectedly", topic.name, data.index)
-            partition_responses.append(result)
+            partition_responses.append(_append(ctx, request.acks, topic.name, data, state))
+            if _is_compressed(data.records):
+                await asyncio.sleep(0)
         responses.append({"name": topic.name, "partition_responses": partition_responses})
+    return _answer(ctx, request.acks, responses, state)
+
+
+class _State:
+    failed = False
+
+
+def _answer(ctx, acks, responses, state):
     if acks == 0:
-        ctx.close_connection = failed
+        ctx.close_connection = state.failed
         return None
     return {"responses": responses}
+
+
+def _append(ctx, acks, topic_name, data, state):
+    replicas = ctx.broker.replica_manager
+    result = {"index": data.index, "base_offset": -1, "log_append_time": -1, "log_start_offset": -1}
+    try:
+        if acks not in (0, 1, -1):
+            raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+        if is_internal(topic_name):
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic_name}")
+        partition = replicas.partition(topic_name, data.index)
+        _check_single_batch(data.records)
+        info = partition.append(data.records, acks)
+        result["base_offset"] = info.first_offset
+        result["log_append_time"] = info.log_append_time
+        result["log_start_offset"] = info.log_start_offset
+        replicas.notify((topic_name, data.index))
+    except KcliError as e:
+        state.failed = True
+        result["error_code"] = e.error_code
+        result["error_message"] = str(e) or None
+        result["record_errors"] = [
+            {"batch_index": index, "batch_index_error_message": message} for index, message in getattr(e, "record_errors", ())
+        ]
+        log.debug("Produce to %s-%d failed: %s", topic_name, data.index, e)
+    except OSError as e:
+        state.failed = True  # the log turns its own disk errors into KafkaStorageError; this is a safety net
+        result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+        result["error_message"] = str(e)
+        log.warning("Produce to %s-%d failed: %s", topic_name, data.index, e)
+    except Exception:
+        state.failed = True
+        result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+        log.exception("Produce to %s-%d failed unexpectedly", topic_name, data.index)
+    return result
+
+
+def _is_compressed(records: bytes | None) -> bool:
+    """Whether the batch's attributes name a codec (the low bits of the byte at offset 22)."""
+    return records is not None and len(records) > _ATTRIBUTES_LOW_BYTE and records[_ATTRIBUTES_LOW_BYTE] & 0x07 != 0
+
+
+def _compressed_batches(request) -> int:
+    return sum(_is_compressed(data.records) for topic in request.topic_data for data in topic.partition_data)
 
 
 def _check_single_batch(records: bytes | None) -> None:
