@@ -29,6 +29,7 @@ BROKER_OVERRIDES = {
 }
 
 NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
@@ -97,6 +98,17 @@ def fetch(client: WireClient, group: str, topics: dict | None, *, version: int =
     response = client.call(9, version, fields)
     offsets = {(t.name, p.partition_index): (p.committed_offset, p.metadata, code(p.error_code)) for t in response.topics for p in t.partitions}
     return code(getattr(response, "error_code", 0)), offsets
+
+
+def fetch_once_loaded(client: WireClient, group: str, topics: dict | None):
+    """``fetch`` as a client does it after a restart: the broker replays __consumer_offsets off the
+    event loop and answers COORDINATOR_LOAD_IN_PROGRESS until it is done; clients retry."""
+    deadline = time.monotonic() + 30
+    while True:
+        error, offsets = fetch(client, group, topics)
+        if error != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+            return error, offsets
+        time.sleep(0.05)
 
 
 def find_coordinator(client: WireClient, group: str) -> None:
@@ -361,7 +373,7 @@ def test_offsets_survive_a_crash_and_print_with_the_offsets_decoder(tmp_path, ne
             assert commit(connection, "durable", {(topic, 0): (77, "kept")}, generation=1, member_id=joined.member_id) == {(topic, 0): NONE}
         process.restart(crash=True)
         with WireClient("127.0.0.1", process.port) as connection:
-            assert fetch(connection, "durable", {topic: [0]})[1] == {(topic, 0): (77, "kept", NONE)}
+            assert fetch_once_loaded(connection, "durable", {topic: [0]}) == (NONE, {(topic, 0): (77, "kept", NONE)})
             described = connection.call(15, 5, {"groups": ["durable"]}).groups[0]
             assert (described.group_state, [m.member_id for m in described.members]) == ("Stable", [joined.member_id])
         process.stop()
