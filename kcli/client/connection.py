@@ -97,7 +97,7 @@ class _AnswerStream(FrameStream):
     """The answers coming back on a connection, handed to the connection that asked."""
 
     def __init__(self, connection: BrokerConnection, max_answer_bytes: int) -> None:
-        super().__init__(max_answer_bytes)
+        super().__init__(max_answer_bytes, trust_announced_sizes=True)
         self.connection = connection
 
     def frame_received(self, body: bytes | memoryview) -> None:

@@ -143,6 +143,47 @@ def test_an_announced_size_costs_nothing_until_its_bytes_arrive():
     assert receive <= frame_stream.RECEIVE_BUFFER_BYTES
 
 
+def test_a_client_stream_takes_an_answer_whole_up_to_its_own_limit():
+    """The client trusts the broker it reached, bounded by its limit: one buffer of the announced
+    size, no growing copies; past the limit the size is refused before anything is allocated."""
+
+    class Answers(frame_stream.FrameStream):
+        def __init__(self, limit: int) -> None:
+            super().__init__(limit, trust_announced_sizes=True)
+            self.frames: list[bytes] = []
+            self.refused_sizes: list[int] = []
+
+        def frame_received(self, body) -> None:
+            self.frames.append(bytes(body))
+
+        def size_refused(self, size: int) -> None:
+            self.refused_sizes.append(size)
+
+    class Transport:
+        def pause_reading(self) -> None:
+            pass
+
+    def receive(stream: Answers, data: bytes) -> None:
+        buffer = stream.get_buffer(-1)
+        buffer[: len(data)] = data
+        del buffer
+        stream.buffer_updated(len(data))
+
+    body = bytes(range(256)) * 1024
+    stream = Answers(1_000_000)
+    stream.transport = Transport()
+    receive(stream, framed(body)[:1000])
+    assert len(stream._large) == len(body)
+    for start in range(1000, len(body) + 4, 60_000):
+        receive(stream, framed(body)[start : start + 60_000])
+    assert stream.frames == [body]
+
+    refusing = Answers(1_000_000)
+    refusing.transport = Transport()
+    receive(refusing, struct.pack(">i", 1_213_486_160) + b"TTP/1.1 400")  # "HTTP" read as a size
+    assert refusing.refused_sizes == [1_213_486_160] and refusing._large is None
+
+
 def test_the_receive_buffer_starts_small_and_grows_while_reads_fill_it():
     async def scenario():
         connection, _ = await open_connection()
