@@ -4,7 +4,7 @@ For every live broker (the Metadata answer's brokers, in its order)::
 
     127.0.0.1:9092 (id: 0 rack: null) -> (
     \tProduce(0): 3 to 11 [usable: 9],
-    \tFetch(1): 4 to 16 [usable: 12],
+    \tFetch(1): 4 to 17 [usable: 12],
     ...
     \tLeaderAndIsr(4): UNSUPPORTED,
     ...

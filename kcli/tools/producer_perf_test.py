@@ -287,6 +287,12 @@ async def _perf(
         sys.stdout.flush()
 
     producer = Producer.from_properties(None, props)
+    max_request_size = producer.config.max_request_size
+    if record_size is not None and record_size > max_request_size:
+        # Checked before the payloads are made: a 2 GiB --record-size would otherwise be allocated
+        # only for the producer to refuse every record.
+        raise KcliError(f"--record-size {record_size} is larger than {max_request_size}, the value of the max.request.size "
+                        "configuration: the producer would refuse every record")
     if record_size is not None:
         payloads = random_payloads(record_size, max(1, min(num_records, 16384, (64 << 20) // max(record_size, 1))))
     else:

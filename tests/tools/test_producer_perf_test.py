@@ -163,6 +163,16 @@ def test_bad_arguments(broker, kcli, unique_topic, args, code, message):
     assert result.stderr.splitlines() == [message]
 
 
+@pytest.mark.parametrize(("size", "props"), [("2147483647", []), ("2000", ["max.request.size=1000"])])
+def test_a_record_size_the_producer_would_refuse_is_refused_before_any_payload_is_made(broker, kcli, unique_topic, size, props):
+    result = kcli("producer-perf-test", "--topic", unique_topic(), "--num-records", "10", "--record-size", size, "--throughput", "-1",
+                  "--producer-props", f"bootstrap.servers={broker.bootstrap}", *props)
+    limit = "1000" if props else "1048576"
+    assert result.returncode == 1, result
+    assert result.stderr.splitlines() == [f"Error: --record-size {size} is larger than {limit}, the value of the max.request.size "
+                                          "configuration: the producer would refuse every record"]
+
+
 def test_required_arguments(kcli):
     result = kcli("producer-perf-test", "--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "-1")
     assert result.returncode == 2
