@@ -59,7 +59,7 @@ from kcli.storage.segment import (
     LogSegment,
     now_ms,
 )
-from kcli.storage.transaction_index import AbortedTxn, read_aborted_txns
+from kcli.storage.transaction_index import AbortedTxn, append_aborted_txn, read_aborted_txns
 
 log = logging.getLogger(__name__)
 
@@ -426,8 +426,24 @@ class Log:
         producer_state = self._producer_state
         for info in staged:
             producer_state.update(info)
+        self._index_aborted_txns(staged)
         # The table moves with the log even without producers, so snapshots carry the right offset.
         producer_state.update_map_end_offset(last_offset + 1)
+
+    def _index_aborted_txns(self, staged: list[ProducerAppendInfo]) -> None:
+        """Write a ``.txnindex`` entry in the active segment for each transaction an ABORT marker of
+        this append closed, with the last stable offset as the marker leaves it (Kafka's
+        ``lastStableOffset(completedTxn)``: the first offset of another producer's open
+        transaction, else the offset after the marker)."""
+        aborted = [txn for info in staged for txn in info.completed_txns if txn.is_aborted]
+        if not aborted:
+            return
+        open_firsts = {pid: e.current_txn_first_offset for pid, e in self._producer_state.producers.items() if e.current_txn_first_offset >= 0}
+        path = self._segments[-1].txn_index_path
+        for txn in aborted:
+            others = [first for pid, first in open_firsts.items() if pid != txn.producer_id]
+            last_stable = min(others) if others else txn.last_offset + 1
+            append_aborted_txn(path, AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, last_stable))
 
     def _check_follower_offsets(self, view: memoryview) -> tuple[tuple[int, int, int, int, int, int], list[RecordBatch]]:
         """Validate each batch and check that its offsets follow the log's; record new epochs.

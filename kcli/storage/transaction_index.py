@@ -43,3 +43,9 @@ def decode_aborted_txns(data: bytes, source: str) -> list[AbortedTxn]:
 
 def read_aborted_txns(path: Path) -> list[AbortedTxn]:
     return decode_aborted_txns(path.read_bytes(), str(path))
+
+
+def append_aborted_txn(path: Path, txn: AbortedTxn) -> None:
+    """Add one entry at the end of a segment's ``.txnindex`` (created on its first entry)."""
+    with open(path, "ab") as index:
+        index.write(txn.encode())

@@ -7,7 +7,9 @@ leader epoch patched in place) to the partition's log. ``acks`` must be 0, 1 or 
 UNKNOWN_TOPIC_OR_PARTITION; an internal topic (``__consumer_offsets``, ...) answers
 INVALID_TOPIC_EXCEPTION, as only the broker writes there; a batch the log rejects answers the error its failure carries
 (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP,
-OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message. A retried batch of
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message. A transactional
+batch to a partition its transaction did not add answers INVALID_TXN_STATE
+(``transactions/verification``). A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 
 from kcli.broker.metadata.topic_names import is_internal
+from kcli.broker.transactions.verification import verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.records import LOG_OVERHEAD, peek_batch_header
 
@@ -45,6 +48,7 @@ def handle(ctx, request):
                     raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic.name}")
                 partition = replicas.partition(topic.name, data.index)
                 _check_single_batch(data.records)
+                verify_transactional_produce(ctx.broker, request.transactional_id, partition, data.records)
                 info = partition.append(data.records, acks)
                 result["base_offset"] = info.first_offset
                 result["log_append_time"] = info.log_append_time
