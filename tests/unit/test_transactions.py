@@ -1,0 +1,100 @@
+"""The transaction coordinator's pieces without a broker: Kafka's state machine, the
+``__transaction_state`` records (read back with the dump tool's decoder), their replay, and
+what a marker leaves in a log (the last stable offset and the ``.txnindex`` entry)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kcli.broker.transactions import store
+from kcli.broker.transactions.markers import marker_batch
+from kcli.broker.transactions.metadata import IllegalTransitionError, TransactionMetadata, TransactionState
+from kcli.protocol.coordinator_records import format_transaction_log_record
+from kcli.storage.log import Log
+from kcli.storage.log_config import LogConfig
+from kcli.storage.producer_state import AppendOrigin
+from kcli.storage.records import NewRecord, build_batch, iter_batches
+from kcli.storage.transaction_index import read_aborted_txns
+
+S = TransactionState
+
+
+def ongoing(**changes) -> TransactionMetadata:
+    base = TransactionMetadata("app-1", 7, producer_epoch=2, state=S.ONGOING, partitions=frozenset({("t", 0), ("t", 1)}),
+                               txn_start_timestamp=1000, txn_last_update_timestamp=1500)
+    return TransactionMetadata(**{**base.__dict__, **changes})
+
+
+def test_transitions_outside_kafkas_table_are_refused():
+    empty = TransactionMetadata("app-1", 7, producer_epoch=0)
+    with pytest.raises(IllegalTransitionError):
+        empty.prepare_abort_or_commit(S.PREPARE_COMMIT, 2000)
+    with pytest.raises(IllegalTransitionError):
+        ongoing().prepare_complete(2000)
+    prepared = ongoing().prepare_abort_or_commit(S.PREPARE_COMMIT, 2000)
+    done = prepared.prepare_complete(3000)
+    assert (done.state, done.partitions, done.txn_last_update_timestamp) == (S.COMPLETE_COMMIT, frozenset(), 3000)
+
+
+def test_epoch_bumps_as_kafka_prepares_them():
+    current = TransactionMetadata("app-1", 7, producer_epoch=4, last_producer_epoch=3, state=S.COMPLETE_COMMIT)
+    assert (current.prepare_increment_producer_epoch(100, None, 1).producer_epoch, current.prepare_increment_producer_epoch(100, None, 1).last_producer_epoch) == (5, -1)
+    bumped = current.prepare_increment_producer_epoch(100, 4, 1)
+    assert (bumped.producer_epoch, bumped.last_producer_epoch, bumped.state) == (5, 4, S.EMPTY)
+    retry = current.prepare_increment_producer_epoch(100, 3, 1)  # the response to the last bump was lost
+    assert (retry.producer_epoch, retry.last_producer_epoch) == (4, 3)
+    assert current.prepare_increment_producer_epoch(100, 1, 1) is None  # fenced
+    fence = ongoing().prepare_fence_producer_epoch()
+    assert (fence.state, fence.producer_epoch) == (S.PREPARE_EPOCH_FENCE, 3)
+    assert fence.prepare_abort_or_commit(S.PREPARE_ABORT, 2).state == S.PREPARE_ABORT
+
+
+def test_records_read_back_as_kafkas_transaction_log_decoder_prints_them():
+    key, value = store.transaction_record(ongoing(partitions=frozenset({("t", 1), ("u", 0)})))
+    text_key, payload = format_transaction_log_record(key, value, 0)
+    assert text_key == "transaction_metadata::transactionalId=app-1"
+    listed = payload.split("partitions=[")[1].split("]")[0]
+    assert sorted(listed.split(",")) == ["t-1", "u-0"]
+    assert payload.replace(listed, "") == "producerId:7,producerEpoch:2,state=Ongoing,partitions=[],txnLastUpdateTimestamp=1500,txnTimeoutMs=60000"
+    empty = TransactionMetadata("app-1", 7, producer_epoch=0, txn_last_update_timestamp=5)
+    key, value = store.transaction_record(empty)
+    assert format_transaction_log_record(key, value, 0)[1] == "producerId:7,producerEpoch:0,state=Empty,partitions=[],txnLastUpdateTimestamp=5,txnTimeoutMs=60000"
+
+
+def test_replay_keeps_each_ids_last_record_and_forgets_tombstoned_ones():
+    batches = b"".join([
+        bytes(store.transaction_batch(ongoing(), 10)),
+        bytes(store.transaction_batch(ongoing().prepare_abort_or_commit(S.PREPARE_COMMIT, 20), 20)),
+        bytes(store.transaction_batch(TransactionMetadata("gone", 8, producer_epoch=0), 30)),
+        bytes(store.tombstone_batch("gone", 40)),
+    ])
+    loaded = store.replay(iter_batches(batches), "__transaction_state-0")
+    assert list(loaded) == ["app-1"]
+    state = loaded["app-1"]
+    assert (state.state, state.producer_id, state.producer_epoch, state.partitions, state.txn_start_timestamp) == (
+        S.PREPARE_COMMIT, 7, 2, frozenset({("t", 0), ("t", 1)}), 1000)
+
+
+def _txn_data(producer_id: int, sequence: int, now: int) -> bytes:
+    return build_batch([NewRecord(None, b"v", now)], producer_id=producer_id, producer_epoch=0, base_sequence=sequence, transactional=True)
+
+
+def test_an_abort_indexes_its_transaction_with_the_stable_offset_another_one_holds(tmp_path):
+    now = 1_800_000_000_000
+    log = Log.open(tmp_path / "t-0", LogConfig(), clock=lambda: now)
+    log.append(_txn_data(1, 0, now))  # producer 1's transaction from offset 0
+    log.append(_txn_data(2, 0, now))  # producer 2's from offset 1
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == 0
+    log.append(marker_batch(1, 0, 0, False, now), origin=AppendOrigin.COORDINATOR)  # ABORT at 2
+    log.update_high_watermark(log.log_end_offset)
+    # Producer 2's open transaction still holds the stable offset at 1.
+    assert log.last_stable_offset == 1
+    entries = read_aborted_txns(log.segments[-1].txn_index_path)
+    assert [(e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in entries] == [(1, 0, 2, 1)]
+    log.append(marker_batch(2, 0, 0, True, now), origin=AppendOrigin.COORDINATOR)  # COMMIT at 3: not indexed
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == 4
+    assert len(read_aborted_txns(log.segments[-1].txn_index_path)) == 1
+    assert [(t.producer_id, t.first_offset) for t in log.collect_aborted_transactions(0, 4)] == [(1, 0)]
+    log.close()
