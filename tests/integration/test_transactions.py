@@ -13,6 +13,7 @@ import pytest
 from kcli.errors import ErrorCode
 from kcli.storage.records import NewRecord, build_batch
 from kcli.storage.transaction_index import read_aborted_txns
+from tests.integration.conftest import start_broker
 from tests.wire_client import WireClient, code
 
 INIT_PRODUCER_ID, ADD_PARTITIONS, END_TXN, WRITE_MARKERS, FIND_COORDINATOR = 22, 24, 26, 27, 10
@@ -210,3 +211,19 @@ def test_the_transaction_state_topic_is_created_as_kafka_creates_it(client):
     assert configs["unclean.leader.election.enable"] == "false"
     metadata = client.call(3, 12, {"topics": [{"name": "__transaction_state", "topic_id": None}], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
     assert len(metadata.topics[0].partitions) == 50 and metadata.topics[0].is_internal
+
+
+def test_find_coordinator_answers_the_leader_of_the_transactional_ids_partition(client, broker):
+    answer = client.call(FIND_COORDINATOR, 3, {"key": txn_id(), "key_type": 1})
+    assert (code(answer.error_code), answer.node_id, answer.port) == (0, 0, broker.port)
+
+
+def test_the_transaction_state_topic_is_not_created_with_too_few_brokers(tmp_path):
+    process = start_broker(tmp_path, {"transaction.state.log.replication.factor": "3"})
+    try:
+        with WireClient("127.0.0.1", process.port) as connection:
+            answer = connection.call(FIND_COORDINATOR, 3, {"key": "app", "key_type": 1})
+            assert code(answer.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            assert init(connection, "app")[0] == ErrorCode.NOT_COORDINATOR
+    finally:
+        process.stop()
