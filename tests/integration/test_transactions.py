@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
 
 from kcli.errors import ErrorCode
 from kcli.storage.records import NewRecord, build_batch
