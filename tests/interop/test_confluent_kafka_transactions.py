@@ -112,10 +112,13 @@ def test_consume_transform_produce_commits_offsets_with_the_output(broker, uniqu
     rounds = 0
     aborted_once = False
     seen: set[bytes] = set()
+    errors: list[str] = []
     deadline = time.monotonic() + TIMEOUT
     try:
         while len(seen) < len(inputs) and time.monotonic() < deadline:
-            messages = [m for m in consumer.consume(10, 1.0) if not m.error()]
+            batch = consumer.consume(10, 1.0)
+            errors.extend(str(m.error()) for m in batch if m.error())
+            messages = [m for m in batch if not m.error()]
             if not messages:
                 continue
             producer.begin_transaction()
@@ -137,7 +140,7 @@ def test_consume_transform_produce_commits_offsets_with_the_output(broker, uniqu
         committed = {tp.partition: tp.offset for tp in consumer.committed([TopicPartition(source, p) for p in range(2)], TIMEOUT)}
     finally:
         consumer.close()
-    assert aborted_once and seen == set(inputs)
+    assert aborted_once and seen == set(inputs), f"after {rounds} rounds, consumer errors: {errors}"
     assert committed == {0: 30, 1: 30}
     output = read_all(broker.bootstrap, {sink: 2}, "read_committed")
     assert sorted(output) == sorted(v.upper() for v in inputs)  # each exactly once
