@@ -226,3 +226,21 @@ def test_the_transaction_state_topic_is_not_created_with_too_few_brokers(tmp_pat
             assert init(connection, "app")[0] == ErrorCode.NOT_COORDINATOR
     finally:
         process.stop()
+
+
+def test_a_transaction_over_a_deleted_topic_still_completes(client, new_topic):
+    gone, kept = new_topic("gone"), new_topic("kept")
+    client.create_topic(gone, 1)
+    client.create_topic(kept, 1)
+    transactional_id = txn_id()
+    producer_id, epoch = ready(client, transactional_id)
+    add_partitions(client, transactional_id, producer_id, epoch, {gone: [0], kept: [0]})
+    for topic in (gone, kept):
+        assert code(produce(client, transactional_id, topic, 0, txn_batch(producer_id, epoch, 0, [b"v"])).error_code) == 0
+    deleted = client.call(20, 6, {"topics": [{"name": gone, "topic_id": None}], "timeout": 10000})
+    assert code(deleted.responses[0].error_code) == 0
+    assert end_txn(client, transactional_id, producer_id, epoch, True) == 0
+    # The marker reached the partition that is left, and the transaction is complete: the next
+    # one can start at once.
+    assert committed_offset(client, kept) == (0, 2)
+    assert add_partitions(client, transactional_id, producer_id, epoch, {kept: [0]}) == {(kept, 0): 0}
