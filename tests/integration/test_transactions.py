@@ -244,3 +244,26 @@ def test_a_transaction_over_a_deleted_topic_still_completes(client, new_topic):
     # one can start at once.
     assert committed_offset(client, kept) == (0, 2)
     assert add_partitions(client, transactional_id, producer_id, epoch, {kept: [0]}) == {(kept, 0): 0}
+
+
+def test_describe_and_list_transactions(client, new_topic):
+    topic = new_topic()
+    client.create_topic(topic, 2)
+    transactional_id = txn_id()
+    producer_id, epoch = ready(client, transactional_id)
+    add_partitions(client, transactional_id, producer_id, epoch, {topic: [1, 0]})
+    described = client.call(65, 0, {"transactional_ids": [transactional_id, "", "never-seen"]}).transaction_states
+    state = described[0]
+    assert (code(state.error_code), state.transaction_state, state.producer_id, state.producer_epoch) == (0, "Ongoing", producer_id, epoch)
+    assert int(state.transaction_timeout.total_seconds() * 1000) == 30000
+    assert [(t.topic, list(t.partitions)) for t in state.topics] == [(topic, [0, 1])]
+    assert [code(s.error_code) for s in described[1:]] == [ErrorCode.INVALID_REQUEST, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND]
+
+    listed = client.call(66, 1, {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": [producer_id], "duration_filter": -1})
+    assert code(listed.error_code) == 0 and list(listed.unknown_state_filters) == ["Bogus"]
+    assert [(s.transactional_id, s.producer_id, s.transaction_state) for s in listed.transaction_states] == [(transactional_id, producer_id, "Ongoing")]
+    # Open for less than an hour: not listed by a one-hour duration filter.
+    assert client.call(66, 1, {"state_filters": [], "producer_id_filters": [producer_id], "duration_filter": 3_600_000}).transaction_states == ()
+    end_txn(client, transactional_id, producer_id, epoch, True)
+    listed = client.call(66, 0, {"state_filters": ["CompleteCommit"], "producer_id_filters": []})
+    assert (transactional_id, "CompleteCommit") in [(s.transactional_id, s.transaction_state) for s in listed.transaction_states]

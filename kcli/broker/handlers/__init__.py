@@ -54,6 +54,8 @@ HANDLER_MODULES = (
     "txn_offset_commit",
     "end_txn",
     "write_txn_markers",
+    "describe_transactions",
+    "list_transactions",
 )
 
 

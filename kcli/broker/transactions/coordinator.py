@@ -397,6 +397,44 @@ class TransactionCoordinator:
                 log.exception("Completing the transaction of %s failed", transactional_id)
                 self._schedule_marker_retry(MARKER_RETRY_MS)
 
+    # -- DescribeTransactions, ListTransactions --------------------------------------------------
+
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not self._active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        error = self._state_error(transactional_id)
+        if error is not None:
+            return error, None
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or metadata.state == _S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, metadata
+
+    def list_transactions(self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int) -> tuple[ErrorCode, list[TransactionMetadata], list[str]]:
+        """Kafka's ``listTransactionStates``: every id but Dead ones, filtered by state names,
+        producer ids and (``duration_ms`` >= 0) open longer than that; names no state has come
+        back as unknown filters."""
+        if not self._active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], []
+        if self._loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        by_name = {state.kafka_name: state for state in TransactionState}
+        states = list(states)
+        wanted = {by_name[name] for name in states if name in by_name}
+        unknown = [name for name in states if name not in by_name]
+        producer_ids = set(producer_ids)
+        now = self._time_ms()
+        found = [
+            m for m in self._txns.values()
+            if m.state != _S.DEAD
+            and (not producer_ids or m.producer_id in producer_ids)
+            and (not states or m.state in wanted)
+            and not (duration_ms >= 0 and now - m.txn_start_timestamp <= duration_ms)
+        ]
+        return ErrorCode.NONE, found, unknown
+
     # -- timeouts ------------------------------------------------------------------------------
 
     def _schedule_abort_check(self) -> None:
