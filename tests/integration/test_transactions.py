@@ -267,3 +267,32 @@ def test_describe_and_list_transactions(client, new_topic):
     end_txn(client, transactional_id, producer_id, epoch, True)
     listed = client.call(66, 0, {"state_filters": ["CompleteCommit"], "producer_id_filters": []})
     assert (transactional_id, "CompleteCommit") in [(s.transactional_id, s.transaction_state) for s in listed.transaction_states]
+
+
+def test_idle_transactional_ids_expire_and_stay_forgotten_after_a_restart(tmp_path, new_topic):
+    process = start_broker(tmp_path, {"transactional.id.expiration.ms": "1000", "transaction.remove.expired.transaction.cleanup.interval.ms": "100"})
+    try:
+        with WireClient("127.0.0.1", process.port) as connection:
+            topic = new_topic()
+            connection.create_topic(topic, 1)
+            idle, busy = txn_id(), txn_id()
+            idle_producer, _ = ready(connection, idle)
+            busy_producer, busy_epoch = ready(connection, busy)
+            add_partitions(connection, busy, busy_producer, busy_epoch, {topic: [0]})  # open: never expires
+            process.wait_for(rf"Removed the expired transactional id {idle} ", timeout=15)
+            described = connection.call(65, 0, {"transactional_ids": [idle, busy]}).transaction_states
+            assert [code(s.error_code) for s in described] == [ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, 0]
+        process.restart()
+        with WireClient("127.0.0.1", process.port) as connection:
+            deadline = time.monotonic() + 15
+            while True:  # the partitions load after the broker starts listening
+                described = connection.call(65, 0, {"transactional_ids": [idle, busy]}).transaction_states
+                if ErrorCode.COORDINATOR_LOAD_IN_PROGRESS not in [code(s.error_code) for s in described] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert [code(s.error_code) for s in described] == [ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, 0]
+            # The id starts again with a new producer id.
+            error, producer_id, epoch = init(connection, idle)
+            assert error == 0 and producer_id != idle_producer and epoch == 0
+    finally:
+        process.stop()

@@ -13,12 +13,15 @@ completes the transaction after restart.
 
 Transactions open longer than their timeout are aborted every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, under a bumped epoch, so the
-producer that began them is fenced.
+producer that began them is fenced. Ids without an open transaction and idle for
+``transactional.id.expiration.ms`` are removed every
+``transaction.remove.expired.transaction.cleanup.interval.ms`` (a tombstone, then out of memory).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -54,6 +57,8 @@ class TransactionConfig:
     max_timeout_ms: int = 900_000
     abort_interval_ms: int = 10_000
     load_buffer_size: int = 5 * 1024 * 1024
+    id_expiration_ms: int = 604_800_000
+    remove_expired_interval_ms: int = 3_600_000
 
     @classmethod
     def from_broker_config(cls, config: Any) -> TransactionConfig:
@@ -63,6 +68,8 @@ class TransactionConfig:
             get("transaction.max.timeout.ms"),
             get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             get("transaction.state.log.load.buffer.size"),
+            get("transactional.id.expiration.ms"),
+            get("transaction.remove.expired.transaction.cleanup.interval.ms"),
         )
 
 
@@ -127,7 +134,7 @@ class TransactionCoordinator:
 
     def set_partition_count(self, count: int) -> None:
         if count != self.config.partitions and not (self._owned or self._loading):
-            self.config = TransactionConfig(count, self.config.max_timeout_ms, self.config.abort_interval_ms, self.config.load_buffer_size)
+            self.config = dataclasses.replace(self.config, partitions=count)
 
     def hosted_partitions(self) -> set[int]:
         return self._owned | self._loading
@@ -438,17 +445,48 @@ class TransactionCoordinator:
     # -- timeouts ------------------------------------------------------------------------------
 
     def _schedule_abort_check(self) -> None:
-        if not self._active:
-            return
-        loop = asyncio.get_running_loop()
-        self._timers = [loop.call_later(self.config.abort_interval_ms / 1000, self._on_abort_timer)]
+        self._every(self.config.abort_interval_ms, self.abort_timed_out_transactions)
+        self._every(self.config.remove_expired_interval_ms, self.remove_expired_transactional_ids)
 
-    def _on_abort_timer(self) -> None:
-        try:
-            self.abort_timed_out_transactions()
-        except Exception:
-            log.exception("Aborting timed-out transactions failed")
-        self._schedule_abort_check()
+    def _every(self, interval_ms: int, work: Callable[[], int]) -> None:
+        loop = asyncio.get_running_loop()
+
+        def run() -> None:
+            self._timers.remove(handle)
+            if not self._active:
+                return
+            try:
+                work()
+            except Exception:
+                log.exception("%s failed", work.__name__)
+            self._every(interval_ms, work)
+
+        handle = loop.call_later(interval_ms / 1000, run)
+        self._timers.append(handle)
+
+    def remove_expired_transactional_ids(self) -> int:
+        """Forget ids idle (no transaction open) for ``transactional.id.expiration.ms``: a tombstone
+        in ``__transaction_state`` (through the Dead state), then out of memory."""
+        now = self._time_ms()
+        removed = 0
+        for metadata in list(self._txns.values()):
+            if metadata.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT) or metadata.transactional_id in self._pending_markers:
+                continue
+            if metadata.txn_last_update_timestamp > now - self.config.id_expiration_ms:
+                continue
+            partition = self.partition_for(metadata.transactional_id)
+            if partition not in self._owned:
+                continue
+            metadata.prepare_dead()  # Kafka's transition check; the tombstone is the record
+            try:
+                self._writer.append(partition, store.tombstone_batch(metadata.transactional_id, now))
+            except KcliError as e:
+                log.info("Removing the expired transactional id %s failed: %s", metadata.transactional_id, e)
+                continue
+            del self._txns[metadata.transactional_id]
+            removed += 1
+            log.info("Removed the expired transactional id %s (producerId %d)", metadata.transactional_id, metadata.producer_id)
+        return removed
 
     def abort_timed_out_transactions(self) -> int:
         """Abort, under a bumped epoch, every transaction open longer than its timeout."""
