@@ -296,3 +296,30 @@ def test_idle_transactional_ids_expire_and_stay_forgotten_after_a_restart(tmp_pa
             assert error == 0 and producer_id != idle_producer and epoch == 0
     finally:
         process.stop()
+
+
+def test_internal_topics_cannot_join_a_transaction_and_txn_offset_commit_needs_a_group(client, new_topic):
+    topic = new_topic()
+    client.create_topic(topic, 1)
+    transactional_id = txn_id()
+    producer_id, epoch = ready(client, transactional_id)
+    errors = add_partitions(client, transactional_id, producer_id, epoch, {topic: [0], "__consumer_offsets": [0]})
+    assert errors == {(topic, 0): ErrorCode.OPERATION_NOT_ATTEMPTED, ("__consumer_offsets", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    answer = client.call(28, 3, {
+        "transactional_id": transactional_id, "group_id": "", "producer_id": producer_id, "producer_epoch": epoch,
+        "generation_id": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}],
+    })
+    assert code(answer.topics[0].partitions[0].error_code) == ErrorCode.INVALID_GROUP_ID
+    # A group whose offsets partition the transaction did not add: Kafka 3.9's verification.
+    commit = {
+        "transactional_id": transactional_id, "group_id": "g", "producer_id": producer_id, "producer_epoch": epoch,
+        "generation_id": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}],
+    }
+    client.call(FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
+    assert code(client.call(28, 3, commit).topics[0].partitions[0].error_code) == ErrorCode.INVALID_TXN_STATE
+    assert code(client.call(28, 4, commit).topics[0].partitions[0].error_code) == ErrorCode.TRANSACTION_ABORTABLE
+    added = client.call(25, 3, {"transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": epoch, "group_id": "g"})
+    assert code(added.error_code) == 0
+    assert code(client.call(28, 3, commit).topics[0].partitions[0].error_code) == 0

@@ -77,6 +77,7 @@ class GroupApi(enum.Enum):
     DESCRIBE_GROUPS = "DescribeGroups"
     DELETE_GROUPS = "DeleteGroups"
     OFFSET_DELETE = "OffsetDelete"
+    TXN_OFFSET_COMMIT = "TxnOffsetCommit"
 
 
 # Kept for backwards compatibility: these APIs accept the empty group id.
@@ -1009,7 +1010,7 @@ class GroupCoordinator:
     ) -> dict[TopicPartition, ErrorCode]:
         """Write a transaction's offsets as a transactional batch of its producer; they stay pending
         until the transaction's marker reaches the group's partition (``complete_transaction``)."""
-        error = self._validate_group_status(group_id, GroupApi.OFFSET_COMMIT)
+        error = self.transactional_commit_status(group_id)
         if error is not None:
             return dict.fromkeys(offsets, error)
         group = self._get_or_create(group_id, True)
@@ -1038,6 +1039,11 @@ class GroupCoordinator:
         for tp, value in valid.items():
             pending[tp] = CommittedOffset(value, base_offset)
         return self._offset_results(offsets, valid, ErrorCode.NONE)
+
+    def transactional_commit_status(self, group_id: str | None) -> ErrorCode | None:
+        """What a TxnOffsetCommit for the group answers before anything else (an empty group id is
+        INVALID_GROUP_ID here, unlike OffsetCommit's)."""
+        return self._validate_group_status(group_id, GroupApi.TXN_OFFSET_COMMIT)
 
     def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None:
         """A marker of ``producer_id`` reached offsets ``partition``: its pending offsets become the

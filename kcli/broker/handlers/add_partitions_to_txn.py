@@ -2,8 +2,9 @@
 
 Behaviour: v0-3 (clients) add partitions to the open transaction of a transactional id; the
 transaction starts (Ongoing) with its first partition. A partition of a topic the cluster does
-not know answers UNKNOWN_TOPIC_OR_PARTITION and every other partition of the request
-OPERATION_NOT_ATTEMPTED, and nothing is added. Otherwise every partition answers the
+not know answers UNKNOWN_TOPIC_OR_PARTITION, one of an internal topic TOPIC_AUTHORIZATION_FAILED
+(clients may not write there), every other partition of the request OPERATION_NOT_ATTEMPTED,
+and nothing is added. Otherwise every partition answers the
 coordinator's error: INVALID_PRODUCER_ID_MAPPING (another producer id), PRODUCER_FENCED (an
 older epoch; v0-1: INVALID_PRODUCER_EPOCH), CONCURRENT_TRANSACTIONS (the previous transaction
 is still writing its markers), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS. v4+ (the
@@ -17,6 +18,7 @@ verify_only; v5 may answer TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
+from kcli.broker.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode
 
 API_KEY = 24
@@ -40,14 +42,17 @@ def handle(ctx, request):
 def _transaction(ctx, transactional_id: str, producer_id: int, producer_epoch: int, topics, *, verify_only: bool) -> list[dict]:
     broker = ctx.broker
     partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
-    unknown = set()
+    failed: dict[tuple[str, int], ErrorCode] = {}
     for topic, index in partitions:
         info = broker.metadata.topic(topic)
-        if info is None or index not in info.partitions:
-            unknown.add((topic, index))
+        if ctx.api_version < 4 and is_internal(topic):
+            # Kafka leaves internal topics out of what a client may write in a transaction.
+            failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif info is None or index not in info.partitions:
+            failed[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     coordinator = broker.transaction_coordinator
-    if unknown:
-        errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
+    if failed:
+        errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     elif verify_only:
         errors = coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
     else:

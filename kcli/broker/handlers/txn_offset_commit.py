@@ -1,7 +1,8 @@
 """TxnOffsetCommit: v0-4
 
-Behaviour: a transactional producer commits a group's offsets inside its transaction. The
-group's ``__consumer_offsets`` partition must be in the transaction (AddOffsetsToTxn first):
+Behaviour: a transactional producer commits a group's offsets inside its transaction. An empty
+group id answers INVALID_GROUP_ID, a group of a partition this broker does not lead
+NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it loads). The group's ``__consumer_offsets`` partition must be in the transaction (AddOffsetsToTxn first):
 otherwise INVALID_TXN_STATE (v4: TRANSACTION_ABORTABLE), as Kafka 3.9's verification answers;
 a stale epoch answers INVALID_PRODUCER_EPOCH, another producer id INVALID_PRODUCER_ID_MAPPING.
 The offsets are written to ``__consumer_offsets`` as a transactional batch of the producer and
@@ -53,7 +54,7 @@ def handle(ctx, request):
                     now,
                 )
     if commits:
-        error = _verify(ctx, request, version)
+        error = groups.transactional_commit_status(request.group_id) or _verify(ctx, request, version)
         if error is not None:
             errors.update(dict.fromkeys(commits, error))
         else:
