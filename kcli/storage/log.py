@@ -59,7 +59,7 @@ from kcli.storage.segment import (
     LogSegment,
     now_ms,
 )
-from kcli.storage.transaction_index import AbortedTxn, append_aborted_txn, read_aborted_txns
+from kcli.storage.transaction_index import AbortedTxn, append_aborted_txn, read_aborted_txns, truncate_aborted_txns
 
 log = logging.getLogger(__name__)
 
@@ -670,6 +670,7 @@ class Log:
             del self._base_offsets[keep:]
             self._delete_segments_async(doomed)
             self._segments[-1].truncate_to(target_offset)
+            truncate_aborted_txns(self._segments[-1].txn_index_path, target_offset)
             self._log_end_offset = target_offset
             self._recovery_point = min(self._recovery_point, target_offset)
             self.leader_epoch_cache.truncate_from_end(target_offset)

@@ -98,3 +98,18 @@ def test_an_abort_indexes_its_transaction_with_the_stable_offset_another_one_hol
     assert len(read_aborted_txns(log.segments[-1].txn_index_path)) == 1
     assert [(t.producer_id, t.first_offset) for t in log.collect_aborted_transactions(0, 4)] == [(1, 0)]
     log.close()
+
+
+def test_truncation_drops_the_index_entries_of_markers_it_removes(tmp_path):
+    now = 1_800_000_000_000
+    log = Log.open(tmp_path / "t-0", LogConfig(), clock=lambda: now)
+    for producer_id in (1, 2):
+        log.append(_txn_data(producer_id, 0, now))
+        log.append(marker_batch(producer_id, 0, 0, False, now), origin=AppendOrigin.COORDINATOR)
+    # Producer 1's transaction is [0, 1], producer 2's [2, 3].
+    path = log.segments[-1].txn_index_path
+    assert [e.producer_id for e in read_aborted_txns(path)] == [1, 2]
+    log.truncate_to(3)  # producer 2's marker is gone: its transaction is open again, not aborted
+    assert [e.producer_id for e in read_aborted_txns(path)] == [1]
+    assert [t.producer_id for t in log.collect_aborted_transactions(0, 3)] == [1]
+    log.close()
