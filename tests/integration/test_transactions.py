@@ -87,6 +87,13 @@ def fetch_committed(client: WireClient, topic: str, partition: int, offset: int)
     return answer.responses[0].partitions[0]
 
 
+def open_transaction_start(client: WireClient, topic: str, producer_id: int) -> int:
+    """DescribeProducers: the first offset of the producer's open transaction on partition 0."""
+    answer = client.call(61, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]})
+    producers = {p.producer_id: p for p in answer.topics[0].partitions[0].active_producers}
+    return producers[producer_id].current_txn_start_offset
+
+
 def test_init_producer_id_bumps_the_epoch_and_fences_the_older_producer(client):
     transactional_id = txn_id()
     producer_id, epoch = ready(client, transactional_id)
@@ -137,7 +144,9 @@ def test_abort_moves_the_last_stable_offset_and_indexes_the_aborted_transaction(
     # While the transaction is open, read_committed stops at its first offset.
     assert committed_offset(client, topic) == (0, 1)
     assert client.list_offset(topic, 0, LATEST) == (0, 3)
+    assert open_transaction_start(client, topic, producer_id) == 1
     assert end_txn(client, transactional_id, producer_id, epoch, False) == 0
+    assert open_transaction_start(client, topic, producer_id) == -1
     # The ABORT marker is offset 3: everything is stable again.
     assert committed_offset(client, topic) == (0, 4)
     entries = read_aborted_txns(broker.log_dir / f"{topic}-0" / "00000000000000000000.txnindex")
