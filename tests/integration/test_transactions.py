@@ -332,3 +332,27 @@ def test_internal_topics_cannot_join_a_transaction_and_txn_offset_commit_needs_a
     added = client.call(25, 3, {"transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": epoch, "group_id": "g"})
     assert code(added.error_code) == 0
     assert code(client.call(28, 3, commit).topics[0].partitions[0].error_code) == 0
+
+
+def test_a_commit_after_the_coordinator_aborted_on_timeout_is_fenced(tmp_path, new_topic):
+    process = start_broker(tmp_path, {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
+    try:
+        with WireClient("127.0.0.1", process.port) as connection:
+            topic = new_topic()
+            connection.create_topic(topic, 1)
+            transactional_id = txn_id()
+            connection.call(FIND_COORDINATOR, 3, {"key": transactional_id, "key_type": 1})
+            error, producer_id, epoch = init(connection, transactional_id, timeout_ms=1000)
+            assert error == 0
+            add_partitions(connection, transactional_id, producer_id, epoch, {topic: [0]})
+            produce(connection, transactional_id, topic, 0, txn_batch(producer_id, epoch, 0, [b"slow"]))
+            process.wait_for(rf"Aborting the transaction of {transactional_id} ", timeout=15)
+            assert end_txn(connection, transactional_id, producer_id, epoch, True, version=2) == ErrorCode.PRODUCER_FENCED
+            assert end_txn(connection, transactional_id, producer_id, epoch, True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+            assert committed_offset(connection, topic) == (0, 2)  # aborted and stable
+            fetched = fetch_committed(connection, topic, 0, 0)
+            assert [(t.producer_id, t.first_offset) for t in fetched.aborted_transactions] == [(producer_id, 0)]
+            # The abort used the epoch after the producer's: its next start gets the one after that.
+            assert init(connection, transactional_id, timeout_ms=1000) == (0, producer_id, epoch + 2)
+    finally:
+        process.stop()
