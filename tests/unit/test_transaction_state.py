@@ -14,7 +14,7 @@ from kcli.storage.log import Log
 from kcli.storage.log_config import LogConfig
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import NewRecord, build_batch, iter_batches
-from kcli.storage.transaction_index import read_aborted_txns
+from kcli.storage.transaction_index import AbortedTxn, read_aborted_txns
 
 S = TransactionState
 
@@ -112,4 +112,41 @@ def test_truncation_drops_the_index_entries_of_markers_it_removes(tmp_path):
     log.truncate_to(3)  # producer 2's marker is gone: its transaction is open again, not aborted
     assert [e.producer_id for e in read_aborted_txns(path)] == [1]
     assert [t.producer_id for t in log.collect_aborted_transactions(0, 3)] == [1]
+    log.close()
+
+
+def _crash(log: Log) -> None:
+    """Drop the log as a process kill would: release file handles, write nothing more."""
+    for segment in log.segments:
+        segment.close_handlers()
+
+
+def test_recovery_rebuilds_the_txn_index_a_crash_lost_and_drops_entries_past_the_end(tmp_path):
+    now = 1_800_000_000_000
+    directory = tmp_path / "t-0"
+    log = Log.open(directory, LogConfig(segment_bytes=1024), clock=lambda: now)
+    log.append(_txn_data(1, 0, now))                                                  # 0: producer 1 opens
+    log.append(_txn_data(2, 0, now))                                                  # 1: producer 2 opens
+    log.append(marker_batch(1, 0, 0, False, now), origin=AppendOrigin.COORDINATOR)   # 2: ABORT 1 (2 still open)
+    log.roll()
+    log.append(marker_batch(2, 0, 0, False, now), origin=AppendOrigin.COORDINATOR)   # 3: ABORT 2
+    log.append(_txn_data(1, 1, now))                                                  # 4: producer 1 again
+    log.append(marker_batch(1, 0, 0, False, now), origin=AppendOrigin.COORDINATOR)   # 5: ABORT 1
+    expected = {0: [(1, 0, 2, 1)], 3: [(2, 1, 3, 4), (1, 4, 5, 6)]}
+
+    def index() -> dict[int, list[tuple[int, int, int, int]]]:
+        return {
+            s.base_offset: [(e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in read_aborted_txns(s.txn_index_path)]
+            for s in log.segments if s.txn_index_path.exists()
+        }
+
+    assert index() == expected
+    # The crash lost the last entry, and a stale one for an offset past the end was left behind.
+    last = log.segments[-1].txn_index_path
+    last.write_bytes(AbortedTxn(9, 7, 8, 9).encode())
+    _crash(log)
+    # Recovery replays the last segment only: producer 2's transaction, open where it begins,
+    # comes from the producer snapshot at its base.
+    log = Log.open(directory, LogConfig(segment_bytes=1024), had_clean_shutdown=False, recovery_point=4, clock=lambda: now)
+    assert index() == expected
     log.close()
