@@ -859,17 +859,25 @@ class Log:
             }
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions (from the segments' ``.txnindex``) that overlap [start, upper bound)."""
+        """Aborted transactions (from the segments' ``.txnindex``) that overlap [start, upper bound).
+
+        An entry sits in the segment of its ABORT marker, which may come after the range, so the
+        search goes on through later segments until an entry whose marker is at or past the upper
+        bound shows that no later one can overlap (Kafka's ``collectAbortedTransactions``)."""
         with self._lock:
             first = max(0, bisect.bisect_right(self._base_offsets, start_offset) - 1)
-            segments = [s for s in self._segments[first:] if s.base_offset < upper_bound_offset]
+            segments = list(self._segments[first:])
         found = []
         for segment in segments:
             path = segment.txn_index_path
             if not path.exists():
                 continue
             for txn in read_aborted_txns(path):
-                if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset:
+                if txn.last_offset >= upper_bound_offset:
+                    if txn.first_offset < upper_bound_offset:
+                        found.append(txn)
+                    return found
+                if txn.last_offset >= start_offset:
                     found.append(txn)
         return found
 

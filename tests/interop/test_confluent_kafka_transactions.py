@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker_process import BrokerProcess
 from conftest import start_broker
+from test_compaction import cleaned_up_to
 
 TIMEOUT = 30.0
 CRASH_POINTS = Path(__file__).parent / "crash_points"
@@ -229,3 +230,64 @@ def _commit(producer: Producer) -> BaseException | None:
     except KafkaException as e:
         return e
     return None
+
+
+def read_with_offsets(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, bytes, bytes]]:
+    """(offset, key, value) of every record of partition 0 up to its end for ``isolation``."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "offsets-reader", "isolation.level": isolation,
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    found = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                return found
+            found.append((message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+    raise AssertionError(f"did not reach the end of {topic}-0")
+
+
+def test_compaction_removes_aborted_data_and_keeps_what_read_committed_needs(tmp_path, unique_topic):
+    broker = start_broker(tmp_path / "broker", {"log.cleaner.backoff.ms": "100"})
+    try:
+        topic = unique_topic()
+        configs = {"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01"}
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(TIMEOUT)
+        producer = transactional_producer(broker.bootstrap, unique_topic("txn"))
+        latest: dict[bytes, bytes] = {}
+        written: set[bytes] = set()
+        for round_ in range(30):  # enough to fill several 2 KiB segments
+            producer.begin_transaction()
+            key, value = f"k{round_ % 5}".encode(), f"{round_}".encode() * 10
+            if round_ % 2:
+                # Aborted: a new value for a committed key, and a key no commit ever wrote.
+                producer.produce(topic, b"aborted" * 10, key, partition=0)
+                producer.produce(topic, b"aborted" * 10, f"a{round_ % 3}".encode(), partition=0)
+                producer.flush(TIMEOUT)
+                producer.abort_transaction(TIMEOUT)
+            else:
+                producer.produce(topic, value, key, partition=0)
+                producer.commit_transaction(TIMEOUT)
+                latest[key] = value
+                written.add(value)
+        deadline = time.monotonic() + TIMEOUT
+        while cleaned_up_to(broker.log_dir, topic) <= 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        cleaned = cleaned_up_to(broker.log_dir, topic)
+        assert cleaned > 0
+        # Below the cleaned offset no aborted record is left, even for read_uncommitted readers.
+        uncommitted = read_with_offsets(broker.bootstrap, topic, "read_uncommitted")
+        assert not [o for o, _, v in uncommitted if o < cleaned and v == b"aborted" * 10]
+        # read_committed readers see committed values only, and each key's latest survives.
+        committed = read_with_offsets(broker.bootstrap, topic, "read_committed")
+        assert {v for _, _, v in committed} <= written
+        assert {k: v for _, k, v in committed} == latest
+    finally:
+        broker.stop()

@@ -150,3 +150,15 @@ def test_recovery_rebuilds_the_txn_index_a_crash_lost_and_drops_entries_past_the
     log = Log.open(directory, LogConfig(segment_bytes=1024), had_clean_shutdown=False, recovery_point=4, clock=lambda: now)
     assert index() == expected
     log.close()
+
+
+def test_an_aborted_transaction_is_found_from_a_segment_before_its_marker(tmp_path):
+    now = 1_800_000_000_000
+    log = Log.open(tmp_path / "t-0", LogConfig(), clock=lambda: now)
+    log.append(_txn_data(1, 0, now))                                                 # 0
+    log.roll()
+    log.append(_txn_data(1, 1, now))                                                 # 1
+    log.append(marker_batch(1, 0, 0, False, now), origin=AppendOrigin.COORDINATOR)  # 2: ABORT, in segment 1
+    # Cleaning segment 0 alone asks about [0, 1): the entry in segment 1's index covers it.
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in log.collect_aborted_transactions(0, 1)] == [(1, 0, 2)]
+    log.close()
