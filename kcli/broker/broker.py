@@ -30,6 +30,8 @@ from kcli.broker.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server, ServerSettings
+from kcli.broker.transactions.coordinator import TransactionCoordinator
+from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
@@ -58,6 +60,7 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.server = Server(self, self.registry, settings=ServerSettings.from_config(config))
         self.endpoints: list[tuple[str, str, int]] = []
@@ -105,6 +108,7 @@ class Broker:
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
         self.group_coordinator = start_group_coordinator(self)
+        self.transaction_coordinator = start_transaction_coordinator(self)
         for listener_name, host, port in self.config.listeners:
             bound_host, bound_port = await self.server.listen(host, port, listener_name)
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
@@ -303,6 +307,8 @@ class Broker:
         self.server.stop_accepting()
         if self.replica_manager is not None:
             self.replica_manager.notify_all()
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         await self.server.drain_and_close(grace)

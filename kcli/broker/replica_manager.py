@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from kcli.errors import ErrorCode, KafkaError
 from kcli.storage.log import Log, LogAppendInfo
 from kcli.storage.log_manager import LogManager
+from kcli.storage.producer_state import AppendOrigin
 
 TopicPartition = tuple[str, int]
 
@@ -42,9 +43,10 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log.high_watermark
+        return self.log.last_stable_offset
 
-    def append(self, records: bytes | memoryview, required_acks: int) -> LogAppendInfo:
+    def append(self, records: bytes | memoryview, required_acks: int, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Append as the leader: a client's produce, or (``origin``) a coordinator's own batches."""
         if required_acks == -1:
             min_isr = self.log.config.min_insync_replicas
             if len(self.isr) < min_isr:
@@ -52,7 +54,7 @@ class Partition:
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"The size of the current ISR {set(self.isr)} is insufficient to satisfy the min.isr requirement of {min_isr} for partition {self.topic}-{self.index}",
                 )
-        info = self.log.append(records, leader_epoch=self.leader_epoch)
+        info = self.log.append(records, leader_epoch=self.leader_epoch, origin=origin)
         if self.isr == [self.broker_id]:
             self.log.update_high_watermark(self.log.log_end_offset)
         return info

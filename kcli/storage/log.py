@@ -61,7 +61,7 @@ from kcli.storage.segment import (
     LogSegment,
     now_ms,
 )
-from kcli.storage.transaction_index import AbortedTxn, read_aborted_txns
+from kcli.storage.transaction_index import AbortedTxn, append_aborted_txn, read_aborted_txns, truncate_aborted_txns
 
 log = logging.getLogger(__name__)
 
@@ -520,6 +520,27 @@ class Log:
             producer_state.update(info)
         # The table moves with the log even without producers, so snapshots carry the right offset.
         producer_state.update_map_end_offset(last_offset + 1)
+        try:
+            self._index_aborted_txns(staged)
+        except OSError as exc:
+            # The markers are in the log already: a .txnindex missing their entries would let
+            # read_committed readers see aborted records, so the dir goes offline, as in Kafka.
+            raise LogDirFailure(f"Could not write the .txnindex entry of an aborted transaction: {exc}") from exc
+
+    def _index_aborted_txns(self, staged: list[ProducerAppendInfo]) -> None:
+        """Write a ``.txnindex`` entry in the active segment for each transaction an ABORT marker of
+        this append closed, with the last stable offset as the marker leaves it (Kafka's
+        ``lastStableOffset(completedTxn)``: the first offset of another producer's open
+        transaction, else the offset after the marker)."""
+        aborted = [txn for info in staged for txn in info.completed_txns if txn.is_aborted]
+        if not aborted:
+            return
+        open_firsts = {pid: e.current_txn_first_offset for pid, e in self._producer_state.producers.items() if e.current_txn_first_offset >= 0}
+        path = self._segments[-1].txn_index_path
+        for txn in aborted:
+            others = [first for pid, first in open_firsts.items() if pid != txn.producer_id]
+            last_stable = min(others) if others else txn.last_offset + 1
+            append_aborted_txn(path, AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, last_stable))
 
     def _check_follower_offsets(self, view: memoryview) -> tuple[tuple[int, int, int, int, int, int], list[RecordBatch], list[tuple[int, int]]]:
         """Validate each batch and check that its offsets follow the log's.
@@ -773,6 +794,7 @@ class Log:
             del self._base_offsets[keep:]
             self._delete_segments_async(doomed)
             self._segments[-1].truncate_to(target_offset)
+            truncate_aborted_txns(self._segments[-1].txn_index_path, target_offset)
             self._log_end_offset = target_offset
             self._recovery_point = min(self._recovery_point, target_offset)
             self.leader_epoch_cache.truncate_from_end(target_offset)
@@ -966,17 +988,25 @@ class Log:
             }
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        """Aborted transactions (from the segments' ``.txnindex``) that overlap [start, upper bound)."""
+        """Aborted transactions (from the segments' ``.txnindex``) that overlap [start, upper bound).
+
+        An entry sits in the segment of its ABORT marker, which may come after the range, so the
+        search goes on through later segments until an entry whose marker is at or past the upper
+        bound shows that no later one can overlap (Kafka's ``collectAbortedTransactions``)."""
         with self._lock:
             first = max(0, bisect.bisect_right(self._base_offsets, start_offset) - 1)
-            segments = [s for s in self._segments[first:] if s.base_offset < upper_bound_offset]
+            segments = list(self._segments[first:])
         found = []
         for segment in segments:
             path = segment.txn_index_path
             if not path.exists():
                 continue
             for txn in read_aborted_txns(path):
-                if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset:
+                if txn.last_offset >= upper_bound_offset:
+                    if txn.first_offset < upper_bound_offset:
+                        found.append(txn)
+                    return found
+                if txn.last_offset >= start_offset:
                     found.append(txn)
         return found
 

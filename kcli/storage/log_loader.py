@@ -33,6 +33,7 @@ from kcli.storage.file_records import FileRecords
 from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
 from kcli.storage.log_config import LogConfig
 from kcli.storage.producer_state import ProducerStateManager
+from kcli.storage.transaction_index_recovery import rebuild_transaction_indexes
 from kcli.storage.records import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, check_batch_size, peek_batch_header
 from kcli.storage.segment import (
     CLEANED_FILE_SUFFIX,
@@ -105,6 +106,8 @@ class LogLoader:
                     self.producer_state, self.segments, log_start_offset, next_offset,
                     reload_from_clean_shutdown=self.had_clean_shutdown, now=self.clock(),
                 )
+                if not self.had_clean_shutdown:
+                    rebuild_transaction_indexes(self.dir, self.segments, self.producer_state.snapshot_offsets(), recovery_point, _producer_batches)
         except BaseException:
             for segment in self.segments:
                 segment.close_handlers()

@@ -43,3 +43,22 @@ def decode_aborted_txns(data: bytes, source: str) -> list[AbortedTxn]:
 
 def read_aborted_txns(path: Path) -> list[AbortedTxn]:
     return decode_aborted_txns(path.read_bytes(), str(path))
+
+
+def append_aborted_txn(path: Path, txn: AbortedTxn) -> None:
+    """Add one entry at the end of a segment's ``.txnindex`` (created on its first entry)."""
+    with open(path, "ab") as index:
+        index.write(txn.encode())
+
+
+def truncate_aborted_txns(path: Path, offset: int) -> None:
+    """Drop the entries of transactions whose marker is at or past ``offset`` (Kafka's
+    ``TransactionIndex.truncateTo``: entries are in marker order, so the file is cut at the first)."""
+    if not path.exists():
+        return
+    entries = read_aborted_txns(path)
+    for i, txn in enumerate(entries):
+        if txn.last_offset >= offset:
+            with open(path, "r+b") as index:
+                index.truncate(i * ENTRY_SIZE)
+            return

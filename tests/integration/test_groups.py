@@ -144,11 +144,6 @@ def test_find_coordinator_creates_a_compacted_offsets_topic(client):
     assert values["segment.bytes"] == "104857600"
 
 
-def test_transaction_coordinator_is_not_available(client):
-    response = client.call(10, 3, {"key": "txn", "key_type": 1})
-    assert code(response.error_code) == COORDINATOR_NOT_AVAILABLE
-
-
 def test_a_broker_started_without_a_properties_file_serves_groups(tmp_path):
     """No file means Kafka's stock server.properties: the offsets topic gets one replica."""
     process = BrokerProcess(tmp_path / "plain").start()

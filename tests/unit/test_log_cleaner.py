@@ -365,8 +365,8 @@ def test_aborted_transaction_data_goes_and_its_marker_stays_with_the_txn_index(t
     )
     produce(log, [(b"other", b"x")])
     log.roll()
-    segment = log.segments[0]
-    segment.txn_index_path.write_bytes(AbortedTxn(3, 1, 2, 1).encode())
+    # The log indexed the aborted transaction itself when the marker was appended.
+    assert log.segments[0].txn_index_path.read_bytes() == AbortedTxn(3, 1, 2, 3).encode()
     cleaner(clock).clean(to_clean(log))
     kept = batches(log)
     # The aborted batch is emptied; its header stays, being the producer's last (Kafka keeps it
@@ -374,7 +374,7 @@ def test_aborted_transaction_data_goes_and_its_marker_stays_with_the_txn_index(t
     assert [(b.base_offset, b.is_control, b.record_count) for b in kept] == [(0, False, 1), (1, False, 0), (2, True, 1), (3, False, 1)]
     assert records(log)[0] == (0, b"k", b"committed")  # the aborted write did not replace it
     assert b"aborted" not in [value for _, _, value in records(log)]
-    assert log.segments[0].txn_index_path.read_bytes() == AbortedTxn(3, 1, 2, 1).encode()
+    assert log.segments[0].txn_index_path.read_bytes() == AbortedTxn(3, 1, 2, 3).encode()
 
 
 # -- bounded offset map ----------------------------------------------------------------------------

@@ -77,6 +77,7 @@ class GroupApi(enum.Enum):
     DESCRIBE_GROUPS = "DescribeGroups"
     DELETE_GROUPS = "DeleteGroups"
     OFFSET_DELETE = "OffsetDelete"
+    TXN_OFFSET_COMMIT = "TxnOffsetCommit"
 
 
 # Kept for backwards compatibility: these APIs accept the empty group id.
@@ -994,6 +995,66 @@ class GroupCoordinator:
         result = dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
         result.update(dict.fromkeys(valid, error))
         return result
+
+    # -- transactional offsets (TxnOffsetCommit, and the markers that end them) ----------------------
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Write a transaction's offsets as a transactional batch of its producer; they stay pending
+        until the transaction's marker reaches the group's partition (``complete_transaction``)."""
+        error = self.transactional_commit_status(group_id)
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        group = self._get_or_create(group_id, True)
+        if group.is_(GroupState.DEAD):
+            return dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            error = self._validate_current_member(group, member_id, group_instance_id, "txn-offset-commit")
+            if error is None and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            if error is not None:
+                return dict.fromkeys(offsets, error)
+        limit = self.config.offset_metadata_max_bytes
+        valid = {tp: value for tp, value in offsets.items() if metadata_fits(value.metadata, limit)}
+        if not valid:
+            return dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        records = [store.offset_commit_record(group_id, tp, value, self._time_ms()) for tp, value in valid.items()]
+        try:
+            base_offset = self._writer.append_transactional(self.partition_for(group_id), records, producer_id, producer_epoch)
+        except KcliError as e:
+            log.debug("Transactional offset commit of group %s failed when appending to log: %s", group_id, e)
+            return self._offset_results(offsets, valid, store.append_error(e, offsets=True))
+        except Exception:
+            log.exception("Transactional offset commit of group %s failed when appending to log", group_id)
+            return self._offset_results(offsets, valid, ErrorCode.UNKNOWN_SERVER_ERROR)
+        pending = group.pending_transactional_offsets.setdefault(producer_id, {})
+        for tp, value in valid.items():
+            pending[tp] = CommittedOffset(value, base_offset)
+        return self._offset_results(offsets, valid, ErrorCode.NONE)
+
+    def transactional_commit_status(self, group_id: str | None) -> ErrorCode | None:
+        """What a TxnOffsetCommit for the group answers before anything else (an empty group id is
+        INVALID_GROUP_ID here, unlike OffsetCommit's)."""
+        return self._validate_group_status(group_id, GroupApi.TXN_OFFSET_COMMIT)
+
+    def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None:
+        """A marker of ``producer_id`` reached offsets ``partition``: its pending offsets become the
+        committed ones (COMMIT, unless a newer commit is already there) or are dropped (ABORT)."""
+        for group in self._groups.values():
+            if self.partition_for(group.group_id) != partition:
+                continue
+            pending = group.pending_transactional_offsets.pop(producer_id, None)
+            if commit and pending:
+                for tp, committed in pending.items():
+                    group.put_offset(tp, committed)
 
     def fetch_offsets(self, group_id: str, require_stable: bool, partitions: list[TopicPartition] | None) -> tuple[ErrorCode, list[FetchedOffset]]:
         """The committed offsets of ``partitions`` (None: every partition the group has one for)."""

@@ -36,11 +36,13 @@ from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import coordinator_records as records_schema
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
+from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import (
     NO_TIMESTAMP,
     BuiltBatch,
     ControlType,
     NewRecord,
+    build_batch,
     build_internal_batch,
     iter_batches,
     parse_control_record,
@@ -144,6 +146,19 @@ class OffsetsTopicWriter:
     def append_offset_commits(self, partition: int, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], timestamp: int) -> int:
         """Write the group's commits as one batch (``offset_commit_batch``); returns its base offset."""
         return self.append_batch(partition, offset_commit_batch(group_id, offsets, timestamp, self.compression))
+
+    def append_transactional(self, partition: int, records: list[NewRecord], producer_id: int, producer_epoch: int) -> int:
+        """Write a transaction's offset commits as one transactional batch of its producer (the
+        coordinator's append: the epoch is checked, the sequence is not); returns its base offset."""
+        batch = build_batch(
+            records, compression=self.compression, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0, transactional=True
+        )
+        hosted = self.replica_manager.get(GROUP_METADATA_TOPIC_NAME, partition)
+        if hosted is None:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not hosted here")
+        info = hosted.append(batch, -1, AppendOrigin.COORDINATOR)
+        self.replica_manager.notify((GROUP_METADATA_TOPIC_NAME, partition))
+        return info.first_offset
 
     def append_batch(self, partition: int, batch: BuiltBatch) -> int:
         """Append a batch built here through the partition, as a produce with acks=all; returns its

@@ -49,6 +49,13 @@ HANDLER_MODULES = (
     "describe_groups",
     "delete_groups",
     "offset_delete",
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "txn_offset_commit",
+    "end_txn",
+    "write_txn_markers",
+    "describe_transactions",
+    "list_transactions",
 )
 
 

@@ -1,7 +1,8 @@
 """Fetch: v4-17
 
 Behaviour: reads whole batches from each requested partition, from the fetch offset up to the
-high watermark (read_uncommitted) or the last stable offset (read_committed), at most
+high watermark (read_uncommitted) or the last stable offset (read_committed, with the aborted
+transactions the read overlaps, from the segments' ``.txnindex``), at most
 ``partition_max_bytes`` per partition and ``max_bytes`` (capped by the broker's
 ``fetch.max.bytes``) in all, except that the first partition with data returns at least one
 batch. When fewer than ``min_bytes`` are available the request waits, without polling, until an
@@ -111,10 +112,18 @@ def _read_partition(replicas, key, cached: CachedPartition, max_bytes: int, min_
             return result
         data = log.read(cached.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=limit)
         result.records = data.slices
+        if isolation == READ_COMMITTED and data.slices:
+            result.aborted_transactions = _aborted_transactions(log, cached.fetch_offset, limit)
     except KcliError as e:
         result.error_code = e.error_code
         result.records = b""
     return result
+
+
+def _aborted_transactions(log, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+    """(producer id, first offset) of each aborted transaction that overlaps the read, from the
+    segments' ``.txnindex`` (the consumer drops their records as it meets the ABORT markers)."""
+    return [(txn.producer_id, txn.first_offset) for txn in log.collect_aborted_transactions(fetch_offset, upper_bound)]
 
 
 def _group(reads, context) -> list[TopicResult]:

@@ -8,9 +8,11 @@ fails, as in Kafka, and the answer stays COORDINATOR_NOT_AVAILABLE: a single bro
 ``offsets.topic.replication.factor=1``; so does a creation the disk refuses, logged once), ``cleanup.policy=compact``, ``segment.bytes`` =
 ``offsets.topic.segment.bytes`` and ``compression.type=producer`` (the coordinator's writes use
 ``offsets.topic.compression.codec``). A partition without a live leader answers
-COORDINATOR_NOT_AVAILABLE. Transaction keys answer COORDINATOR_NOT_AVAILABLE (no transaction
-coordinator); share keys (v6) too, as a Kafka broker without share groups does, and
-INVALID_REQUEST before v6; an unknown key type answers INVALID_REQUEST.
+COORDINATOR_NOT_AVAILABLE. A transaction key is answered the same way with the leader of its
+``__transaction_state`` partition, the topic created on the first lookup with the
+``transaction.state.log.*`` settings (``transactions/hosting``). Share keys (v6) answer
+COORDINATOR_NOT_AVAILABLE, as a Kafka broker without share groups does, and INVALID_REQUEST
+before v6; an unknown key type answers INVALID_REQUEST.
 
 Version notes: v1 adds the key type and error messages; v3 is flexible; v4 looks up a batch of
 keys at once; v6 allows the share key type.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 
 from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.broker.transactions.hosting import transaction_state_topic
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 API_KEY = 10
@@ -48,7 +51,10 @@ def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == TRANSACTION:
-        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This broker has no transaction coordinator."
+        try:
+            return _transaction_coordinator(broker, key)
+        except KcliError as e:
+            code, message = e.error_code, str(e)
     elif key_type == SHARE and version >= 6:
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "This broker has no share coordinator."
     else:
@@ -59,6 +65,16 @@ def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
 def _group_coordinator(broker, group_id: str) -> dict:
     topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or _create_offsets_topic(broker)
     partition = broker.group_coordinator.partition_for(group_id)
+    return _leader_of(broker, topic, partition)
+
+
+def _transaction_coordinator(broker, transactional_id: str) -> dict:
+    topic = transaction_state_topic(broker)
+    partition = broker.transaction_coordinator.partition_for(transactional_id)
+    return _leader_of(broker, topic, partition)
+
+
+def _leader_of(broker, topic, partition: int) -> dict:
     state = topic.partitions.get(partition)
     leader = state.leader if state is not None else -1
     node = next((b for b in broker.live_brokers() if b.id == leader), None)

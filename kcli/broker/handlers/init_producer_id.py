@@ -3,14 +3,24 @@
 Behaviour: an idempotent producer (no transactional id) gets a new producer id with epoch 0 on
 every call, including the epoch-bump form of v3+ (KIP-360), which for a non-transactional
 producer Kafka also answers with a fresh id. Ids come in blocks claimed from the metadata tree
-(``producer_ids``). A transactional id answers COORDINATOR_NOT_AVAILABLE: kcli has no
-transaction coordinator yet (SKIPPED.md).
+(``producer_ids``). A transactional id goes to the transaction coordinator
+(``broker/transactions``): an empty id answers INVALID_REQUEST; a ``transaction_timeout_ms`` not
+in (0, ``transaction.max.timeout.ms``] INVALID_TRANSACTION_TIMEOUT; an id of a
+``__transaction_state`` partition this broker does not lead NOT_COORDINATOR (loading:
+COORDINATOR_LOAD_IN_PROGRESS). A known id gets its epoch bumped, which fences its older
+producer; an id with an open transaction has it aborted under a bumped epoch first and answers
+CONCURRENT_TRANSACTIONS, so the client retries; a transaction still writing its markers answers
+CONCURRENT_TRANSACTIONS too. With v3+'s producer id and epoch, a stale pair answers
+PRODUCER_FENCED (v0-3: INVALID_PRODUCER_EPOCH, which those versions know); a retry of the last
+bump gets the same epoch again; an exhausted epoch gets a new producer id.
 
-Version notes: v2 is flexible; v3 adds producer_id and producer_epoch for epoch bumps.
+Version notes: v2 is flexible; v3 adds producer_id and producer_epoch for epoch bumps; v4 may
+answer PRODUCER_FENCED.
 """
 
 from __future__ import annotations
 
+from kcli.broker.groups.wire import duration_ms
 from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 22
@@ -18,10 +28,19 @@ VERSIONS = (0, 5)
 
 
 def handle(ctx, request):
-    if request.transactional_id is not None:
-        return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+    if request.transactional_id is None:
+        try:
+            producer_id = ctx.broker.producer_ids.generate()
+        except KcliError as e:
+            return {"error_code": e.error_code, "producer_id": -1, "producer_epoch": -1}
+        return {"producer_id": producer_id, "producer_epoch": 0}
+    coordinator = ctx.broker.transaction_coordinator
+    producer_id = getattr(request, "producer_id", -1)
+    expected = None if producer_id == -1 else (producer_id, request.producer_epoch)
     try:
-        producer_id = ctx.broker.producer_ids.generate()
+        error, producer_id, epoch = coordinator.init_producer_id(request.transactional_id, duration_ms(request.transaction_timeout), expected)
     except KcliError as e:
-        return {"error_code": e.error_code, "producer_id": -1, "producer_epoch": -1}
-    return {"producer_id": producer_id, "producer_epoch": 0}
+        error, producer_id, epoch = ErrorCode(e.error_code), -1, -1
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"error_code": error, "producer_id": producer_id, "producer_epoch": epoch}

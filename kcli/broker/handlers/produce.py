@@ -8,7 +8,9 @@ UNKNOWN_TOPIC_OR_PARTITION; an internal topic (``__consumer_offsets``, ...) answ
 INVALID_TOPIC_EXCEPTION, as only the broker writes there; a batch the log rejects answers the error its failure carries
 (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message; a disk error
-(a full disk, an offline log dir) answers KAFKA_STORAGE_ERROR and leaves nothing written. A retried batch of
+(a full disk, an offline log dir) answers KAFKA_STORAGE_ERROR and leaves nothing written. A
+transactional batch to a partition its transaction did not add answers INVALID_TXN_STATE
+(``transactions/verification``). A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
@@ -28,6 +30,7 @@ import asyncio
 import logging
 
 from kcli.broker.metadata.topic_names import is_internal
+from kcli.broker.transactions.verification import verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.records import ATTRIBUTES_OFFSET, LOG_OVERHEAD, peek_batch_header
 
@@ -45,7 +48,7 @@ def handle(ctx, request):
     responses = []
     state = _State()
     for topic in request.topic_data:
-        partition_responses = [_append(ctx, request.acks, topic.name, data, state) for data in topic.partition_data]
+        partition_responses = [_append(ctx, request, topic.name, data, state) for data in topic.partition_data]
         responses.append({"name": topic.name, "partition_responses": partition_responses})
     return _answer(ctx, request.acks, responses, state)
 
@@ -56,7 +59,7 @@ async def _handle_yielding(ctx, request):
     for topic in request.topic_data:
         partition_responses = []
         for data in topic.partition_data:
-            partition_responses.append(_append(ctx, request.acks, topic.name, data, state))
+            partition_responses.append(_append(ctx, request, topic.name, data, state))
             if _is_compressed(data.records):
                 await asyncio.sleep(0)
         responses.append({"name": topic.name, "partition_responses": partition_responses})
@@ -74,8 +77,9 @@ def _answer(ctx, acks, responses, state):
     return {"responses": responses}
 
 
-def _append(ctx, acks, topic_name, data, state):
+def _append(ctx, request, topic_name, data, state):
     replicas = ctx.broker.replica_manager
+    acks = request.acks
     result = {"index": data.index, "base_offset": -1, "log_append_time": -1, "log_start_offset": -1}
     try:
         if acks not in (0, 1, -1):
@@ -84,6 +88,7 @@ def _append(ctx, acks, topic_name, data, state):
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic_name}")
         partition = replicas.partition(topic_name, data.index)
         _check_single_batch(data.records)
+        verify_transactional_produce(ctx.broker, request.transactional_id, partition, data.records)
         info = partition.append(data.records, acks)
         result["base_offset"] = info.first_offset
         result["log_append_time"] = info.log_append_time

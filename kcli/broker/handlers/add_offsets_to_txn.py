@@ -1,0 +1,28 @@
+"""AddOffsetsToTxn: v0-4
+
+Behaviour: the group's ``__consumer_offsets`` partition joins the transaction, so its
+TxnOffsetCommit offsets are committed or dropped with it. Errors as AddPartitionsToTxn's
+(PRODUCER_FENCED answers INVALID_PRODUCER_EPOCH before v2); an empty group id answers
+INVALID_GROUP_ID.
+
+Version notes: v2 may answer PRODUCER_FENCED; v3 is flexible; v4 may answer
+TRANSACTION_ABORTABLE.
+"""
+
+from __future__ import annotations
+
+from kcli.errors import ErrorCode
+
+API_KEY = 25
+VERSIONS = (0, 4)
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    if not request.group_id:
+        return {"error_code": ErrorCode.INVALID_GROUP_ID}
+    partitions = broker.group_coordinator.config.offsets_partitions
+    error = broker.transaction_coordinator.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, partitions)
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"error_code": error}

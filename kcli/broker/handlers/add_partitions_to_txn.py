@@ -1,0 +1,66 @@
+"""AddPartitionsToTxn: v0-5
+
+Behaviour: v0-3 (clients) add partitions to the open transaction of a transactional id; the
+transaction starts (Ongoing) with its first partition. A partition of a topic the cluster does
+not know answers UNKNOWN_TOPIC_OR_PARTITION, one of an internal topic TOPIC_AUTHORIZATION_FAILED
+(clients may not write there), every other partition of the request OPERATION_NOT_ATTEMPTED,
+and nothing is added. Otherwise every partition answers the
+coordinator's error: INVALID_PRODUCER_ID_MAPPING (another producer id), PRODUCER_FENCED (an
+older epoch; v0-1: INVALID_PRODUCER_EPOCH), CONCURRENT_TRANSACTIONS (the previous transaction
+is still writing its markers), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS. v4+ (the
+batched form brokers send) carries several transactions; ``verify_only`` checks, per
+partition, that it is already in the transaction (TRANSACTION_ABORTABLE when not), as Kafka's
+KIP-890 verification does.
+
+Version notes: v2 may answer PRODUCER_FENCED; v3 is flexible; v4 batches transactions and adds
+verify_only; v5 may answer TRANSACTION_ABORTABLE.
+"""
+
+from __future__ import annotations
+
+from kcli.broker.metadata.topic_names import is_internal
+from kcli.errors import ErrorCode
+
+API_KEY = 24
+VERSIONS = (0, 5)
+
+
+def handle(ctx, request):
+    if ctx.api_version < 4:
+        topics = request.v3_and_below_topics
+        results = _transaction(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                               request.v3_and_below_producer_epoch, topics, verify_only=False)
+        return {"results_by_topic_v3_and_below": results}
+    answers = []
+    for transaction in request.transactions:
+        results = _transaction(ctx, transaction.transactional_id, transaction.producer_id, transaction.producer_epoch,
+                               transaction.topics, verify_only=transaction.verify_only)
+        answers.append({"transactional_id": transaction.transactional_id, "topic_results": results})
+    return {"results_by_transaction": answers}
+
+
+def _transaction(ctx, transactional_id: str, producer_id: int, producer_epoch: int, topics, *, verify_only: bool) -> list[dict]:
+    broker = ctx.broker
+    partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
+    failed: dict[tuple[str, int], ErrorCode] = {}
+    for topic, index in partitions:
+        info = broker.metadata.topic(topic)
+        if ctx.api_version < 4 and is_internal(topic):
+            # Kafka leaves internal topics out of what a client may write in a transaction.
+            failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif info is None or index not in info.partitions:
+            failed[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    coordinator = broker.transaction_coordinator
+    if failed:
+        errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+    elif verify_only:
+        errors = coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+    else:
+        error = coordinator.add_partitions(transactional_id, producer_id, producer_epoch, set(partitions))
+        if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        errors = dict.fromkeys(partitions, error)
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, index), error in errors.items():
+        by_topic.setdefault(topic, []).append({"partition_index": index, "partition_error_code": error})
+    return [{"name": topic, "results_by_partition": results} for topic, results in by_topic.items()]

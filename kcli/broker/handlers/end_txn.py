@@ -1,0 +1,29 @@
+"""EndTxn: v0-4
+
+Behaviour: commits or aborts the open transaction of a transactional id. The decision
+(PrepareCommit or PrepareAbort) is written to ``__transaction_state``, then the COMMIT or ABORT
+markers to every partition of the transaction (and to ``__consumer_offsets`` for its offsets),
+then CompleteCommit or CompleteAbort; the answer follows the decision. Errors:
+INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (a stale epoch, including after the coordinator
+aborted the transaction on its timeout; v0-1: INVALID_PRODUCER_EPOCH), INVALID_TXN_STATE (no
+transaction open, or the opposite of the decision already taken), CONCURRENT_TRANSACTIONS (the
+markers are still being written), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS. Repeating the
+decision just completed answers NONE.
+
+Version notes: v2 may answer PRODUCER_FENCED; v3 is flexible; v4 may answer
+TRANSACTION_ABORTABLE.
+"""
+
+from __future__ import annotations
+
+from kcli.errors import ErrorCode
+
+API_KEY = 26
+VERSIONS = (0, 4)
+
+
+def handle(ctx, request):
+    error = ctx.broker.transaction_coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {"error_code": error}

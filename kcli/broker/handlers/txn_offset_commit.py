@@ -1,0 +1,89 @@
+"""TxnOffsetCommit: v0-4
+
+Behaviour: a transactional producer commits a group's offsets inside its transaction. An empty
+group id answers INVALID_GROUP_ID, a group of a partition this broker does not lead
+NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it loads). The group's ``__consumer_offsets`` partition must be in the transaction (AddOffsetsToTxn first):
+otherwise INVALID_TXN_STATE (v4: TRANSACTION_ABORTABLE), as Kafka 3.9's verification answers;
+a stale epoch answers INVALID_PRODUCER_EPOCH, another producer id INVALID_PRODUCER_ID_MAPPING.
+The offsets are written to ``__consumer_offsets`` as a transactional batch of the producer and
+stay pending (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them) until
+the transaction's marker: COMMIT makes them the group's committed offsets, ABORT drops them. A
+partition of a topic the cluster does not know answers UNKNOWN_TOPIC_OR_PARTITION; with v3's
+member id, generation and instance id, a member of a group must be current
+(UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); metadata longer than
+``offset.metadata.max.bytes`` answers OFFSET_METADATA_TOO_LARGE.
+
+Version notes: v2 adds the committed leader epoch; v3 is flexible and adds the member id,
+generation and group instance id; v4 may answer TRANSACTION_ABORTABLE.
+"""
+
+from __future__ import annotations
+
+from kcli.broker.groups.offsets import NO_METADATA, OffsetAndMetadata
+from kcli.broker.groups.wire import leader_epoch_or_none
+from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.errors import ErrorCode
+
+API_KEY = 28
+VERSIONS = (0, 4)
+
+# What a failed verification answers (Kafka's AddPartitionsToTxnManager conversions).
+_VERIFICATION_ERRORS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+}
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    groups = broker.group_coordinator
+    version = ctx.api_version
+    now = groups.now_ms()
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for topic in request.topics:
+        info = broker.metadata.topic(topic.name)
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if info is None or p.partition_index not in info.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                commits[tp] = OffsetAndMetadata(
+                    p.committed_offset,
+                    leader_epoch_or_none(getattr(p, "committed_leader_epoch", -1)),
+                    NO_METADATA if p.committed_metadata is None else p.committed_metadata,
+                    now,
+                )
+    if commits:
+        error = groups.transactional_commit_status(request.group_id) or _verify(ctx, request, version)
+        if error is not None:
+            errors.update(dict.fromkeys(commits, error))
+        else:
+            errors.update(groups.commit_transactional_offsets(
+                request.group_id,
+                request.producer_id,
+                request.producer_epoch,
+                getattr(request, "member_id", ""),
+                getattr(request, "group_instance_id", None),
+                getattr(request, "generation_id", -1),
+                commits,
+            ))
+    topics = []
+    for topic in request.topics:
+        partitions = [{"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]} for p in topic.partitions]
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"topics": topics}
+
+
+def _verify(ctx, request, version: int) -> ErrorCode | None:
+    """Kafka 3.9's check that the group's offsets partition is in the producer's transaction."""
+    broker = ctx.broker
+    if not broker.config.get("transaction.partition.verification.enable"):
+        return None
+    groups = broker.group_coordinator
+    tp = (GROUP_METADATA_TOPIC_NAME, groups.partition_for(request.group_id))
+    error = broker.transaction_coordinator.verify_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp])[tp]
+    if error == ErrorCode.NONE:
+        return None
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+        return ErrorCode.INVALID_TXN_STATE
+    return _VERIFICATION_ERRORS.get(error, error)

@@ -1,0 +1,106 @@
+"""Connects the transaction coordinator to the broker: ``__transaction_state``, its partitions
+this broker leads, and the topic's creation.
+
+At start-up the coordinator loads every hosted ``__transaction_state`` partition; afterwards a
+change of that topic loads the partitions this broker now leads and drops the others. The topic
+is created by the first FindCoordinator for a transactional id, as Kafka does:
+``transaction.state.log.num.partitions`` partitions, ``transaction.state.log.replication.factor``
+replicas (not created while fewer brokers are alive), ``cleanup.policy=compact``,
+``compression.type=uncompressed``, ``segment.bytes`` = ``transaction.state.log.segment.bytes``,
+``min.insync.replicas`` = ``transaction.state.log.min.isr`` and
+``unclean.leader.election.enable=false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kcli.broker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
+from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
+from kcli.broker.transactions.store import TransactionLogWriter
+from kcli.errors import ErrorCode, KafkaError, KcliError
+
+log = logging.getLogger("kcli.broker.transactions")
+
+
+def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
+    config = TransactionConfig.from_broker_config(broker.config)
+    coordinator = TransactionCoordinator(
+        config,
+        TransactionLogWriter(broker.replica_manager),
+        broker.replica_manager,
+        broker.producer_ids.generate,
+        group_coordinator=lambda: broker.group_coordinator,
+    )
+    existing = broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
+    if existing is not None and existing.partitions:
+        coordinator.set_partition_count(len(existing.partitions))
+    coordinator.startup(_led_partitions(broker))
+    loop = asyncio.get_running_loop()
+
+    def on_topic_change(change) -> None:
+        if change.name != TRANSACTION_STATE_TOPIC_NAME:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            _apply_topic_change(broker, coordinator, change)
+        else:
+            loop.call_soon_threadsafe(_apply_topic_change, broker, coordinator, change)
+
+    broker.metadata.on_topic_change(on_topic_change)
+    return coordinator
+
+
+def _led_partitions(broker: Any) -> list[int]:
+    return sorted(
+        p.index for p in broker.replica_manager.partitions()
+        if p.topic == TRANSACTION_STATE_TOPIC_NAME and p.broker_id == broker.id
+    )
+
+
+def _apply_topic_change(broker: Any, coordinator: TransactionCoordinator, change: Any) -> None:
+    if not coordinator.active:
+        return
+    if change.topic is not None and change.previous is None and change.topic.partitions:
+        coordinator.set_partition_count(len(change.topic.partitions))
+    led = set(_led_partitions(broker)) if change.topic is not None else set()
+    for partition in sorted(led):
+        coordinator.on_election(partition)
+    for partition in sorted(coordinator.hosted_partitions() - led):
+        coordinator.on_resignation(partition)
+
+
+def transaction_state_topic(broker: Any) -> Any:
+    """``__transaction_state``, created as Kafka creates it when it does not exist yet."""
+    existing = broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
+    if existing is not None:
+        return existing
+    config = broker.config
+    try:
+        topic = broker.metadata.create_topic(
+            TRANSACTION_STATE_TOPIC_NAME,
+            config.get("transaction.state.log.num.partitions"),
+            config.get("transaction.state.log.replication.factor"),
+            configs={
+                "unclean.leader.election.enable": "false",
+                "min.insync.replicas": str(config.get("transaction.state.log.min.isr")),
+                "segment.bytes": str(config.get("transaction.state.log.segment.bytes")),
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+            },
+        )
+    except KcliError as e:
+        if e.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME) is not None:
+            return broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
+        log.warning(
+            "Could not create the transaction state topic %s: %s (transaction.state.log.replication.factor=%s)",
+            TRANSACTION_STATE_TOPIC_NAME, e, config.get("transaction.state.log.replication.factor"),
+        )
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message) from None
+    log.info("Created the transaction state topic %s with %d partition(s)", TRANSACTION_STATE_TOPIC_NAME, len(topic.partitions))
+    return topic
