@@ -2,7 +2,7 @@
 announce 100 MB frames and send 1 KiB of each, and the worst delivery latency of a normal
 confluent-kafka producer (acks=all) while Produce requests of 2,500 zstd bombs arrive.
 
-    PYTHONPATH=. python bench/abuse.py [--bomb-requests N]
+    .venv/bin/python bench/abuse.py [--bomb-requests N]
 """
 
 from __future__ import annotations
