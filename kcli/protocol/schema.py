@@ -50,7 +50,6 @@ Java exception has no message). Values that cannot be encoded raise ``ValueError
 from __future__ import annotations
 
 import base64
-import decimal
 import math
 import struct
 import uuid
@@ -58,6 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kcli.errors import CorruptRecordError
+from kcli.java_compat import double_to_string
 from kcli.storage.varint import encode_unsigned_varint
 
 MAX_VERSION = 0x7FFF
@@ -923,21 +923,7 @@ def _dump_json(value: Any, emit: Callable[[str], None]) -> None:
 
 
 def _java_double(d: float) -> str:
-    """Java's ``Double.toString`` (shortest digits), as Jackson writes a double."""
-    if math.isnan(d):
-        return '"NaN"'
-    if math.isinf(d):
-        return '"Infinity"' if d > 0 else '"-Infinity"'
-    if d == 0:
-        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
-    sign, digits, exponent = decimal.Decimal(repr(d)).as_tuple()
-    text = "".join(map(str, digits)).rstrip("0") or "0"
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    prefix = "-" if sign else ""
-    if 1e-3 <= abs(d) < 1e7:
-        if point <= 0:
-            return f"{prefix}0.{'0' * -point}{text}"
-        if point >= len(text):
-            return f"{prefix}{text}{'0' * (point - len(text))}.0"
-        return f"{prefix}{text[:point]}.{text[point:]}"
-    return f"{prefix}{text[0]}.{text[1:] or '0'}E{point - 1}"
+    """A double as Jackson writes it: Java's ``Double.toString``, NaN and the infinities quoted."""
+    if math.isnan(d) or math.isinf(d):
+        return f'"{double_to_string(d)}"'
+    return double_to_string(d)

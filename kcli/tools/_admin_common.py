@@ -7,8 +7,7 @@ naming and ordering things in their output.
 - ``AdminSession`` opens a ``Cluster`` and an ``Admin`` on a private event loop and runs admin
   coroutines one by one for a blocking tool.
 - ``TopicFilter`` is Kafka's ``IncludeList`` (a topic regex, as ``--topic`` takes it);
-  ``kafka_uuid`` prints a topic id as Kafka does; ``java_hash_order`` reproduces the iteration
-  order of a ``java.util.HashMap``, which several Kafka tools print their results in.
+  ``kafka_uuid`` prints a topic id as Kafka does.
 
 Imported by the tools' command functions only (it pulls in the client).
 """
@@ -19,7 +18,7 @@ import base64
 import re
 import sys
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from kcli.config import read_properties
@@ -197,48 +196,6 @@ def parse_kafka_uuid(text: str) -> uuid.UUID:
     if len(text) > 24 or len(data) != 16:
         raise KcliError(f"Input string `{text}` is not a base64-encoded UUID")
     return uuid.UUID(bytes=data)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    for unit in _utf16_units(text):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _utf16_units(text: str) -> Iterable[int]:
-    for char in text:
-        code = ord(char)
-        if code < 0x10000:
-            yield code
-        else:
-            code -= 0x10000
-            yield 0xD800 + (code >> 10)
-            yield 0xDC00 + (code & 0x3FF)
-
-
-def java_hash_order(keys: Iterable[str], initial_capacity: int | None = None) -> list[str]:
-    """The order a ``java.util.HashMap`` with String keys iterates them, given the order they were
-    put in: by bucket (``(h ^ (h >>> 16)) & (capacity - 1)``), and by insertion within a bucket.
-    ``initial_capacity`` is the ``new HashMap<>(n)`` argument (None: the default constructor)."""
-    ordered = list(dict.fromkeys(keys))
-    capacity = 16 if initial_capacity is None else _table_size_for(initial_capacity)
-    while len(ordered) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return [key for _, key in sorted(enumerate(ordered), key=lambda pair: (bucket(pair[1]), pair[0]))]
-
-
-def _table_size_for(capacity: int) -> int:
-    size = 1
-    while size < capacity:
-        size *= 2
-    return size
 
 
 def option(name: str) -> str:

@@ -180,12 +180,12 @@ def configs(
 
 def _describe(session, out, kind: str, name: str | None, describe_all: bool) -> bool:
     """Describe one entity, or every entity of ``kind``; True when any of them failed."""
-    from kcli.tools._admin_common import java_hash_order
+    from kcli.java_compat import hash_map_order
 
     if name is not None:
         entities = [name]
     elif kind == TOPICS:
-        entities = java_hash_order(sorted(session.run(session.admin.list_topics())))
+        entities = hash_map_order(sorted(session.run(session.admin.list_topics())))
     else:
         entities = [str(node) for node in session.run(session.admin.describe_cluster()).nodes] + [""]
     failed = False

@@ -181,7 +181,10 @@ def parse_options(
         if candidate is not None and candidate not in group_ids:
             group_ids.append(candidate)
     if len(group_ids) > 1:
-        detected = ", ".join(f"'{g}'" for g in java_hash_set_order(group_ids))
+        from kcli.java_compat import hash_map_order
+
+        # Kafka lists them from a java.util.HashSet, in its iteration order.
+        detected = ", ".join(f"'{g}'" for g in hash_map_order(group_ids))
         raise UsageError(
             "The group ids provided in different places (directly using '--group', via '--consumer-property', "
             f"or via '--consumer.config') do not match. Detected group ids: {detected}"
@@ -258,20 +261,6 @@ def parse_offset(text: str | None, from_beginning: bool) -> int:
         if 0 <= value <= LONG_MAX:
             return value
     raise UsageError(f"The provided offset value '{text}' is incorrect. Valid values are 'earliest', 'latest', or a non-negative long.")
-
-
-def java_hash_set_order(items: list[str]) -> list[str]:
-    """The order a ``java.util.HashSet`` of a few strings iterates in (16 buckets, insertion order
-    within a bucket), so Kafka's "Detected group ids" list reads the same."""
-
-    def bucket(text: str) -> int:
-        data = text.encode("utf-16-be", "surrogatepass")
-        h = 0
-        for i in range(0, len(data), 2):
-            h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 15
-
-    return sorted(items, key=lambda text: (bucket(text), items.index(text)))
 
 
 # -- running -----------------------------------------------------------------------------------------

@@ -360,7 +360,8 @@ class _TopicCommand:
     def _describe(self, reports: dict[str, bool], overrides_only: bool) -> None:
         from kcli.client.admin import TOPIC, ConfigResource
         from kcli.errors import ErrorCode
-        from kcli.tools._admin_common import java_hash_order, parse_kafka_uuid
+        from kcli.java_compat import hash_map_order
+        from kcli.tools._admin_common import parse_kafka_uuid
 
         infos = self._topic_infos()
         wanted_id = parse_kafka_uuid(self.topic_id) if self.topic_id is not None else None
@@ -374,7 +375,7 @@ class _TopicCommand:
             self._ensure_found(names)
             described = self._run(self.admin.describe_topics(names)) if names else {}
             descriptions = []
-            for name in java_hash_order(names, len(names)):
+            for name in hash_map_order(names, initial_capacity=len(names)):
                 info = described[name]
                 if isinstance(info, Exception):
                     raise info
@@ -410,13 +411,14 @@ class _Describer:
         self.describe_partitions = not overrides_only
 
     def topic(self, info, config) -> None:
-        from kcli.tools._admin_common import java_hash_order, kafka_uuid
+        from kcli.java_compat import hash_map_order
+        from kcli.tools._admin_common import kafka_uuid
 
         non_default = {}
         if config is not None:
             entries = {e.name: e for e in config.entries if not e.is_default}
             # Kafka's Config keeps its entries in a HashMap filled in the broker's order.
-            non_default = {name: entries[name].value for name in java_hash_order(e.name for e in config.entries if not e.is_default)}
+            non_default = {name: entries[name].value for name in hash_map_order(e.name for e in config.entries if not e.is_default)}
         min_isr = _min_isr(config)
         partitions = [info.partitions[p] for p in sorted(info.partitions)]
         shown = [p for p in partitions if self._shows_partition(p, min_isr)] if self.describe_partitions else []
