@@ -56,6 +56,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from kcli.common import uuid_from_string, uuid_to_string
 from kcli.errors import CorruptRecordError
 from kcli.java_compat import double_to_string
 from kcli.storage.varint import encode_unsigned_varint
@@ -371,7 +372,7 @@ def _parse_default(f: Field, raw: Any, message: str) -> Any:
     if kind == "string":
         return str(raw)
     if kind == "uuid":
-        return uuid.UUID(bytes=_uuid_from_kafka_string(str(raw))) if raw != "" else uuid.UUID(int=0)
+        return uuid_from_string(str(raw)) if raw != "" else uuid.UUID(int=0)
     if kind == "float64":
         return float(raw)
     value = int(raw, 0) if isinstance(raw, str) else int(raw)
@@ -849,7 +850,7 @@ def _value_json(t: FieldType, v: Any, version: int) -> Any:
     if kind == "bytes":
         return base64.b64encode(bytes(v)).decode("ascii")
     if kind == "uuid":
-        return kafka_uuid_string(v)
+        return uuid_to_string(v)
     if kind == "bool":
         return bool(v)
     if kind == "float64":
@@ -857,19 +858,6 @@ def _value_json(t: FieldType, v: Any, version: int) -> Any:
     if kind == "string":
         return str(v)
     return int(v)
-
-
-def kafka_uuid_string(value: uuid.UUID | bytes) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
-    raw = value.bytes if isinstance(value, uuid.UUID) else bytes(value)
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def _uuid_from_kafka_string(text: str) -> bytes:
-    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if len(raw) != 16:
-        raise ValueError(f"not a Kafka uuid: {text!r}")
-    return raw
 
 
 # Jackson's default escaping: '"', '\\' and the C0 controls; \b \t \n \f \r have short forms,

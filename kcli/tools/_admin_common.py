@@ -7,20 +7,19 @@ naming and ordering things in their output.
 - ``AdminSession`` opens a ``Cluster`` and an ``Admin`` on a private event loop and runs admin
   coroutines one by one for a blocking tool.
 - ``TopicFilter`` is Kafka's ``IncludeList`` (a topic regex, as ``--topic`` takes it);
-  ``kafka_uuid`` prints a topic id as Kafka does.
+  Topic ids are printed and read with ``kcli.common``'s Uuid text form.
 
 Imported by the tools' command functions only (it pulls in the client).
 """
 
 from __future__ import annotations
 
-import base64
 import re
 import sys
-import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from kcli.common import is_internal
 from kcli.config import read_properties
 from kcli.errors import KcliError, UsageError
 
@@ -172,30 +171,6 @@ class TopicFilter:
 
     def allows(self, topic: str, exclude_internal: bool = False) -> bool:
         return self._pattern.fullmatch(topic) is not None and not (exclude_internal and is_internal(topic))
-
-
-# Kafka's Topic.INTERNAL_TOPICS (3.9).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-
-
-def is_internal(topic: str) -> bool:
-    return topic in INTERNAL_TOPICS
-
-
-def kafka_uuid(value: uuid.UUID) -> str:
-    """A topic id as Kafka prints it (``Uuid.toString``): URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
-
-
-def parse_kafka_uuid(text: str) -> uuid.UUID:
-    """The inverse of ``kafka_uuid``; KcliError when ``text`` is not 16 bytes of base64."""
-    try:
-        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (ValueError, TypeError):
-        data = b""
-    if len(text) > 24 or len(data) != 16:
-        raise KcliError(f"Input string `{text}` is not a base64-encoded UUID")
-    return uuid.UUID(bytes=data)
 
 
 def option(name: str) -> str:

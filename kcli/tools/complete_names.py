@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from kcli.tools.options import BootstrapServerOpt
+
 KINDS = ("topics", "groups")
 
 
@@ -21,10 +23,10 @@ def register(app: typer.Typer) -> None:
 
 def complete_names(
     kind: Annotated[str, typer.Argument(help="topics or groups")],
-    bootstrap_server: Annotated[str, typer.Option("--bootstrap-server")],
+    bootstrap_server: BootstrapServerOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds before giving up, silently.")] = 1.5,
 ) -> None:
-    if kind not in KINDS:
+    if kind not in KINDS or not bootstrap_server:
         return
     import asyncio
 

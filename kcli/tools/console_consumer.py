@@ -42,16 +42,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from kcli.errors import EXIT_SIGINT, EXIT_SIGTERM
 from kcli.output import Format
 from kcli.tools.int_options import INT32, NON_NEGATIVE_INT32
+from kcli.tools.options import BootstrapServerOpt
 
 DEFAULT_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 EARLIEST = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP, as Kafka's options hold it
 LATEST = -1
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 LONG_MAX = 2**63 - 1
-SIGINT_EXIT = 130
-SIGTERM_EXIT = 143
 # How long one poll waits when no --timeout-ms bounds it; any value works, a signal ends it early.
 POLL_SLICE = 1.0
 # With --timeout-ms, a poll still running this long after its timeout is given up.
@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
 
 
 def console_consumer(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: The server(s) to connect to.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic to consume on.")] = None,
     whitelist: Annotated[Optional[str], typer.Option("--whitelist", help="DEPRECATED, use --include instead; ignored if --include specified. Regular expression specifying list of topics to include for consumption.")] = None,
     include: Annotated[Optional[str], typer.Option("--include", help="Regular expression specifying list of topics to include for consumption.")] = None,
@@ -343,7 +343,7 @@ class ConsoleConsumerSession:
         signals = (signal.SIGINT, signal.SIGTERM)
 
         def on_signal(signum: int) -> None:
-            self.exit_code = SIGINT_EXIT if signum == signal.SIGINT else SIGTERM_EXIT
+            self.exit_code = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
             self._stop.set()
             # A second signal ends the process at once, without the clean shutdown.
             for s in signals:

@@ -53,6 +53,7 @@ from typer.core import TyperCommand
 from kcli.errors import KcliError, UsageError
 from kcli.output import Format
 from kcli.tools.int_options import INT64
+from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 if TYPE_CHECKING:
     from kcli.client.group_admin import GroupAdmin, GroupDescription, TopicPartition
@@ -111,8 +112,8 @@ def register(app: typer.Typer) -> None:
 
 
 def consumer_groups(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: The server(s) to connect to.")] = None,
-    command_config: Annotated[Optional[str], typer.Option("--command-config", help="Property file containing configs to be passed to Admin Client and Consumer.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    command_config: CommandConfigOpt = None,
     list_groups: Annotated[bool, typer.Option("--list", help="List all consumer groups.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="Describe consumer group and list offset lag (number of messages not yet processed) related to given group.")] = False,
     delete: Annotated[bool, typer.Option("--delete", help="Pass in groups to delete topic partition offsets and ownership information over the entire consumer group. For instance --group g1 --group g2")] = False,

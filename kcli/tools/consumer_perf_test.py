@@ -47,6 +47,7 @@ import typer
 
 from kcli.output import Format
 from kcli.tools.int_options import INT32, INT64
+from kcli.tools.options import BootstrapServerOpt, BrokerListOpt
 
 DEFAULT_DATE_FORMAT = "yyyy-MM-dd HH:mm:ss:SSS"
 DEFAULT_FETCH_SIZE = 1024 * 1024
@@ -67,8 +68,8 @@ def register(app: typer.Typer) -> None:
 
 
 def consumer_perf_test(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED unless --broker-list(deprecated) is specified. The server(s) to connect to.")] = None,
-    broker_list: Annotated[Optional[str], typer.Option("--broker-list", help="DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified. The broker list string in the form HOST1:PORT1,HOST2:PORT2.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    broker_list: BrokerListOpt = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="REQUIRED: The topic to consume from.")] = None,
     include: Annotated[Optional[str], typer.Option("--include", help="Regular expression specifying list of topics to include for consumption (instead of --topic).")] = None,
     group: Annotated[Optional[str], typer.Option("--group", help="The group id to consume on. (default: perf-consumer-<random>)")] = None,

@@ -116,10 +116,10 @@ def read_payloads(path: str, delimiter: str) -> list[bytes]:
         raise KcliError("File does not exist or empty file provided.")
     with open(absolute, "rb") as file:
         text = file.read().decode("utf-8", "replace")
-    from kcli.tools.console_producer import java_split
+    from kcli.java_compat import split
 
     try:
-        pieces = java_split(re.compile(delimiter), text)
+        pieces = split(text, re.compile(delimiter))
     except re.error as exc:
         raise KcliError(f"--payload-delimiter is not a valid regular expression: {exc}") from None
     print(f"Number of messages read: {len(pieces)}", flush=True)
@@ -281,12 +281,13 @@ async def _perf(
 
     from kcli.client.producer import Producer
     from kcli.errors import KafkaError, KcliError
+    from kcli.tools.console_producer import producer_config_warning
 
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    producer = Producer.from_properties(None, props)
+    producer = Producer.from_properties(None, props, warn=producer_config_warning)
     max_request_size = producer.config.max_request_size
     if record_size is not None and record_size > max_request_size:
         # Checked before the payloads are made: a 2 GiB --record-size would otherwise be allocated

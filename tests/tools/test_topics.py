@@ -14,7 +14,8 @@ from confluent_kafka import Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
 from kcli.java_compat import hash_map_order
-from kcli.tools._admin_common import TopicFilter, kafka_uuid, parse_kafka_uuid
+from kcli.common import uuid_to_string
+from kcli.tools._admin_common import TopicFilter
 from kcli.tools.topics import parse_replica_assignment, parse_topic_configs
 
 pytestmark = pytest.mark.timeout(120)
@@ -229,7 +230,7 @@ def test_describe_by_topic_id(kcli, broker, admin):
     result = kcli("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic-id", topic_id)
     assert result.returncode == 0, result
     assert result.lines[0].startswith(f"Topic: {topic}\tTopicId: {topic_id}\t")
-    missing = kafka_uuid(uuid.uuid4())
+    missing = uuid_to_string(uuid.uuid4())
     absent = kcli("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic-id", missing)
     assert absent.returncode == 1
     assert absent.lines == [f"Error while executing topic command : TopicId '{missing}' does not exist as expected"]
@@ -419,13 +420,6 @@ def test_list_and_describe_against_the_mock_cluster(kcli, mock_cluster):
 
 
 # -- helpers, without a broker -----------------------------------------------------------------------
-
-
-def test_kafka_uuid_round_trip():
-    value = uuid.UUID("12345678-1234-5678-1234-567812345678")
-    text = kafka_uuid(value)
-    assert text == base64.urlsafe_b64encode(value.bytes).decode().rstrip("=") and len(text) == 22
-    assert parse_kafka_uuid(text) == value
 
 
 def test_topic_filter_is_a_whole_name_regex():
