@@ -14,11 +14,6 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
 class Format(str, enum.Enum):
     plain = "plain"
     json = "json"
