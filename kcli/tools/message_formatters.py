@@ -29,7 +29,6 @@ text: String, Integer, Long, Short, Float, Double, Boolean, UUID, Bytes and Void
 from __future__ import annotations
 
 import codecs
-import datetime
 import math
 import struct
 import uuid
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kcli.errors import KcliError, UsageError
 from kcli.java_compat import double_to_string, scala_hash_map_order
+from kcli.output import log4j_line
 
 if TYPE_CHECKING:
     from kcli.client.fetcher import ConsumerRecord
@@ -75,12 +75,6 @@ class FormatterError(KcliError):
 
 class MessageFormatter(Protocol):
     def write_to(self, record: ConsumerRecord, out: bytearray) -> None: ...
-
-
-def log4j_line(level: str, message: str, category: str) -> str:
-    """A line as Kafka's tools-log4j.properties lays it out: ``[%d] %p %m (%c)``."""
-    now = datetime.datetime.now()
-    return f"[{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d}] {level} {message} ({category})"
 
 
 def formatter_for(class_name: str, props: Mapping[str, str], *, warn: Callable[[str], None],

@@ -35,6 +35,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.output import Output
 from kcli.tools.int_options import INT32, INT64
 
 ABOUT = "This tool is used to verify the producer performance."
@@ -111,7 +112,7 @@ def read_payloads(path: str, delimiter: str) -> list[bytes]:
     from kcli.errors import KcliError
 
     absolute = os.path.abspath(path)
-    print(f"Reading payloads from: {absolute}", flush=True)
+    Output().now(f"Reading payloads from: {absolute}")
     if not os.path.isfile(absolute) or os.path.getsize(absolute) == 0:
         raise KcliError("File does not exist or empty file provided.")
     with open(absolute, "rb") as file:
@@ -122,7 +123,7 @@ def read_payloads(path: str, delimiter: str) -> list[bytes]:
         pieces = split(text, re.compile(delimiter))
     except re.error as exc:
         raise KcliError(f"--payload-delimiter is not a valid regular expression: {exc}") from None
-    print(f"Number of messages read: {len(pieces)}", flush=True)
+    Output().now(f"Number of messages read: {len(pieces)}")
     return [piece.encode("utf-8") for piece in pieces]
 
 
@@ -276,7 +277,6 @@ async def _perf(
     monotonic: bool, throughput: float, props: dict[str, str], print_metrics: bool,
 ) -> None:
     import random
-    import sys
     import time
 
     from kcli.client.producer import Producer
@@ -284,8 +284,7 @@ async def _perf(
     from kcli.tools.console_producer import producer_config_warning
 
     def write(line: str) -> None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        Output().now(line)
 
     producer = Producer.from_properties(None, props, warn=producer_config_warning)
     max_request_size = producer.config.max_request_size
