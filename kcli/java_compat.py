@@ -11,6 +11,7 @@ from __future__ import annotations
 import decimal
 import math
 import re
+import struct
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
@@ -137,6 +138,33 @@ def double_to_string(value: float) -> str:
     text = "".join(str(d) for d in digits)
     scale = len(text) - 1 + int(exponent)
     return f"{'-' if value < 0 else ''}{text[0]}.{text[1:] or '0'}E{scale}"
+
+
+def float_to_string(value: float) -> str:
+    """Java's ``Float.toString`` of a float held in ``value``: the shortest digits that read back
+    as the same float (at least two significant digits: ``1.4E-45``), laid out as a double."""
+    if math.isnan(value) or math.isinf(value) or value == 0:
+        return double_to_string(value)
+    packed = struct.pack(">f", value)
+    for digits in range(2, 10):
+        text = f"{value:.{digits}g}"
+        try:
+            if struct.pack(">f", float(text)) == packed:
+                return double_to_string(float(text))
+        except OverflowError:  # rounded past the largest float
+            continue
+    return double_to_string(value)
+
+
+def format_fixed(value: float, digits: int) -> str:
+    """Java's ``String.format("%.Nf", value)``: HALF_UP on the shortest decimal form of the double
+    (``%.2f`` of 0.125 is ``0.13``, of 1.005 ``1.01``); NaN and Infinity spelled out."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    quantum = decimal.Decimal(1).scaleb(-digits)
+    return str(decimal.Decimal(repr(float(value))).quantize(quantum, rounding=decimal.ROUND_HALF_UP))
 
 
 def split(text: str, regex: str | re.Pattern[str]) -> list[str]:

@@ -33,7 +33,6 @@ that Kafka prints as NaN or Infinity are null; Kafka's timeout WARNING goes to s
 from __future__ import annotations
 
 import datetime
-import decimal
 import json
 import math
 import random
@@ -44,6 +43,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from kcli.java_compat import format_fixed
 from kcli.output import Format, Output
 from kcli.tools.int_options import INT32, INT64
 from kcli.tools.options import BootstrapServerOpt, BrokerListOpt
@@ -325,7 +325,7 @@ def print_metrics(metrics: Mapping[str, Any], out: Output) -> None:
     out.line(f"{'Metric Name':<{width}}   Value")
     for name in sorted(metrics):
         value = metrics[name]
-        text = java_format_float(value, 3) if isinstance(value, float) else str(value)
+        text = format_fixed(value, 3) if isinstance(value, float) else str(value)
         out.line(f"{name:<{width}} : {text}")
 
 
@@ -339,17 +339,7 @@ def _div(a: float, b: float) -> float:
 
 
 def java_f4(value: float) -> str:
-    return java_format_float(value, 4)
-
-
-def java_format_float(value: float, digits: int) -> str:
-    """Java's ``%.Nf``: HALF_UP on the shortest decimal form of the double; NaN and Infinity spelled out."""
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    quantum = decimal.Decimal(1).scaleb(-digits)
-    return str(decimal.Decimal(repr(float(value))).quantize(quantum, rounding=decimal.ROUND_HALF_UP))
+    return format_fixed(value, 4)
 
 
 def _now_ms() -> int:

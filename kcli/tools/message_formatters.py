@@ -29,14 +29,13 @@ text: String, Integer, Long, Short, Float, Double, Boolean, UUID, Bytes and Void
 from __future__ import annotations
 
 import codecs
-import math
 import struct
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kcli.errors import KcliError, UsageError
-from kcli.java_compat import double_to_string, scala_hash_map_order
+from kcli.java_compat import double_to_string, float_to_string, scala_hash_map_order
 from kcli.output import log4j_line
 
 if TYPE_CHECKING:
@@ -250,7 +249,7 @@ def _double(data: bytes) -> str:
 
 def _float(data: bytes) -> str:
     _fixed_size(data, 4, "Deserializer")
-    return java_float_string(struct.unpack(">f", data)[0])
+    return float_to_string(struct.unpack(">f", data)[0])
 
 
 def _boolean(data: bytes) -> str:
@@ -323,21 +322,6 @@ def deserializer_for(props: Mapping[str, str], name: str, *, is_key: bool) -> De
     raise UsageError(
         f"{name} {class_name} is not supported; kcli has {', '.join(DESERIALIZER_NAMES)}"
     )
-
-
-def java_float_string(value: float) -> str:
-    """Java's ``Float.toString``: the shortest digits that read back as the same float."""
-    if math.isnan(value) or math.isinf(value) or value == 0:
-        return double_to_string(value)
-    packed = struct.pack(">f", value)
-    for digits in range(2, 10):  # Java writes at least two significant digits when one would do: 1.4E-45
-        text = f"{value:.{digits}g}"
-        try:
-            if struct.pack(">f", float(text)) == packed:
-                return double_to_string(float(text))
-        except OverflowError:  # rounded past the largest float
-            continue
-    return double_to_string(value)
 
 
 # -- the coordinator formatters (Kafka 3.8+): JSON of the key and value messages ------------------

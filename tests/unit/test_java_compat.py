@@ -14,6 +14,8 @@ from kcli.java_compat import (
     LONG_MAX,
     LONG_MIN,
     double_to_string,
+    float_to_string,
+    format_fixed,
     hash_map_capacity,
     hash_map_order,
     parse_int,
@@ -122,6 +124,30 @@ def test_scala_hash_map_order_sorts_a_bucket_by_hash():
 )
 def test_double_to_string(value, expected):
     assert double_to_string(value) == expected
+
+
+def test_float_to_string():
+    # Float.toString: the shortest digits of the float, at least two: Float.MIN_VALUE is 1.4E-45.
+    assert [float_to_string(x) for x in (1.0, 1e10, 3.4028234663852886e38, 1.401298464324817e-45, -2.5)] == [
+        "1.0", "1.0E10", "3.4028235E38", "1.4E-45", "-2.5"]
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "expected"),
+    [
+        (0.125, 2, "0.13"),  # HALF_UP, where Python's round-half-even would give 0.12
+        (0.15, 1, "0.2"),  # on Double.toString's 0.15, not the binary 0.1499999...
+        (2.5, 0, "3"),
+        (-2.5, 0, "-3"),
+        (1234.5678, 4, "1234.5678"),
+        (0.0, 3, "0.000"),
+        (float("inf"), 1, "Infinity"),
+        (float("-inf"), 1, "-Infinity"),
+        (float("nan"), 2, "NaN"),
+    ],
+)
+def test_format_fixed_is_javas_percent_f(value, digits, expected):
+    assert format_fixed(value, digits) == expected
 
 
 def test_split_semantics():
