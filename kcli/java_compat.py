@@ -193,12 +193,16 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def parse_int(text: str, bounds: tuple[int, int] = (INT_MIN, INT_MAX)) -> int:
-    """Java's ``Integer.parseInt`` (``Long.parseLong`` with ``(LONG_MIN, LONG_MAX)``): an optional
-    sign and ASCII digits, nothing else (no spaces, no ``_``), within ``bounds``; ValueError
-    otherwise."""
+    """Java's ``Integer.parseInt``: an optional sign and ASCII digits, nothing else (no spaces, no
+    ``_``), within ``bounds``; ValueError otherwise."""
     if not _INTEGER.fullmatch(text):
         raise ValueError(f'For input string: "{text}"')
     value = int(text)
     if not bounds[0] <= value <= bounds[1]:
         raise ValueError(f'For input string: "{text}"')
     return value
+
+
+def parse_long(text: str) -> int:
+    """Java's ``Long.parseLong``: ``parse_int`` over 64 bits."""
+    return parse_int(text, (LONG_MIN, LONG_MAX))

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from kcli.common import uuid_from_string, uuid_to_string
 from kcli.errors import CorruptCheckpointError
-from kcli.java_compat import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_int, split
+from kcli.java_compat import parse_int, parse_long, split
 
 RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
@@ -48,8 +48,6 @@ _WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")
 _PARTITION_METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")
 # What BufferedReader.readLine ends a line at.
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_INT32 = (INT_MIN, INT_MAX)
-_INT64 = (LONG_MIN, LONG_MAX)
 
 
 def write_atomically(path: Path | str, data: bytes) -> None:
@@ -108,7 +106,7 @@ def _read_checkpoint(path: Path | str, parse_entry: Callable[[list[str]], T]) ->
     if not lines:
         return []
     try:
-        version = parse_int(lines[0], _INT32)
+        version = parse_int(lines[0])
     except ValueError:
         raise _malformed(path, lines[0]) from None
     if version != CHECKPOINT_VERSION:
@@ -116,7 +114,7 @@ def _read_checkpoint(path: Path | str, parse_entry: Callable[[list[str]], T]) ->
     if len(lines) == 1:
         return []
     try:
-        expected = parse_int(lines[1], _INT32)
+        expected = parse_int(lines[1])
     except ValueError:
         raise _malformed(path, lines[1]) from None
     entries = []
@@ -142,7 +140,7 @@ def _offset_entry(fields: list[str]) -> tuple[tuple[str, int], int]:
     if len(fields) != 3:
         raise ValueError(fields)
     topic, partition, offset = fields
-    return (topic, parse_int(partition, _INT32)), parse_int(offset, _INT64)
+    return (topic, parse_int(partition)), parse_long(offset)
 
 
 def read_offset_checkpoint(path: Path | str) -> dict[tuple[str, int], int]:
@@ -170,7 +168,7 @@ def write_offset_checkpoint(path: Path | str, offsets: Mapping[tuple[str, int], 
 def _epoch_entry(fields: list[str]) -> tuple[int, int]:
     if len(fields) != 2:
         raise ValueError(fields)
-    return parse_int(fields[0], _INT32), parse_int(fields[1], _INT64)
+    return parse_int(fields[0]), parse_long(fields[1])
 
 
 def read_leader_epoch_checkpoint(path: Path | str) -> list[tuple[int, int]]:
@@ -200,7 +198,7 @@ def read_partition_metadata(path: Path | str) -> uuid.UUID:
     """
     lines = _lines(_text(path)) + ["", ""]
     try:
-        version = parse_int(_partition_metadata_value(path, lines[0]), _INT32)
+        version = parse_int(_partition_metadata_value(path, lines[0]))
     except ValueError:
         raise _malformed(path, lines[0]) from None
     if version < PARTITION_METADATA_VERSION:

@@ -19,6 +19,7 @@ from kcli.java_compat import (
     hash_map_capacity,
     hash_map_order,
     parse_int,
+    parse_long,
     scala_hash_map_order,
     split,
     string_hash,
@@ -171,7 +172,10 @@ def test_parse_int_refuses_what_integer_parse_int_does(text):
         parse_int(text)
 
 
-def test_parse_int_with_long_bounds_is_long_parse_long():
-    assert parse_int("9223372036854775807", (LONG_MIN, LONG_MAX)) == LONG_MAX
+def test_parse_long_is_long_parse_long():
+    assert parse_long("9223372036854775807") == LONG_MAX
+    assert parse_long("-9223372036854775808") == LONG_MIN
     with pytest.raises(ValueError):
-        parse_int("9223372036854775808", (LONG_MIN, LONG_MAX))
+        parse_long("9223372036854775808")
+    with pytest.raises(ValueError):
+        parse_int("2147483648")
