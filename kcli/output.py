@@ -50,6 +50,12 @@ class Output:
         self.line(text)
         self.flush()
 
+    def prompt(self, text: str) -> None:
+        """A prompt on stdout without a line end (console-producer's ``>`` on a terminal)."""
+        self.flush()
+        self._out.write(text)
+        self._out.flush()
+
     def lines(self, texts: list[str]) -> None:
         """Many plain-text result lines at once."""
         self._pending.extend(texts)
@@ -120,6 +126,37 @@ class Output:
         ) as bar:
             task = bar.add_task(description, total=total)
             yield lambda completed: bar.update(task, completed=completed)
+
+
+class BytesOutput:
+    """stdout as bytes, for records written as they are (console-consumer): one write and flush
+    per call; notices a reader that went away (a closed pipe) instead of failing."""
+
+    def __init__(self, out: IO[bytes] | None = None) -> None:
+        self.stream = out if out is not None else sys.stdout.buffer
+        self._is_stdout = out is None
+        self.broken = False
+
+    def write(self, data: bytes | bytearray) -> bool:
+        """True when written; False once the reader is gone (and from then on)."""
+        if self.broken:
+            return False
+        try:
+            if data:
+                self.stream.write(data)
+            self.stream.flush()
+            return True
+        except (BrokenPipeError, ValueError):
+            self.broken = True
+            if self._is_stdout:
+                # Point stdout at /dev/null so the interpreter's last flush does not fail again.
+                import os
+
+                try:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                except (OSError, ValueError):
+                    pass
+            return False
 
 
 def log4j_line(level: str, message: str, category: str) -> str:

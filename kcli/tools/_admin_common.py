@@ -15,13 +15,13 @@ Imported by the tools' command functions only (it pulls in the client).
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from kcli.common import is_internal
 from kcli.config import read_properties
 from kcli.errors import KcliError, UsageError
+from kcli.output import Output
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ def client_settings(
     (PLAINTEXT only). Names outside ``known`` (and not ssl.* / sasl.*) are reported through
     ``warn`` in Kafka's words.
     """
-    warn = warn or (lambda line: print(line, file=sys.stderr))
+    warn = warn or Output().diag
     for name in props:
         if name not in known and not name.startswith(("ssl.", "sasl.")):
             warn(f"The configuration '{name}' was supplied but isn't a known config.")

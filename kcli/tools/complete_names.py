@@ -35,7 +35,11 @@ def complete_names(
     except Exception:  # a completion stays silent, whatever went wrong
         return
     if names:
-        print("\n".join(sorted(names)))
+        from kcli.output import Output
+
+        out = Output()
+        out.lines(sorted(names))
+        out.flush()
 
 
 async def _names(kind: str, bootstrap: str, timeout: float) -> set[str]:

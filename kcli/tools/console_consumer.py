@@ -36,14 +36,13 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Optional
 
 import typer
 
 from kcli.errors import EXIT_SIGINT, EXIT_SIGTERM
-from kcli.output import Format
+from kcli.output import BytesOutput, Format, Output
 from kcli.tools.int_options import INT32, NON_NEGATIVE_INT32
 from kcli.tools.options import BootstrapServerOpt
 
@@ -267,35 +266,7 @@ def parse_offset(text: str | None, from_beginning: bool) -> int:
 
 
 def _stderr(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
-class StdoutBytes:
-    """stdout as bytes, written once per poll; notices a reader that went away."""
-
-    def __init__(self) -> None:
-        self.stream = sys.stdout.buffer
-        self.broken = False
-
-    def write(self, data: bytes | bytearray) -> bool:
-        if self.broken:
-            return False
-        try:
-            if data:
-                self.stream.write(data)
-            self.stream.flush()
-            return True
-        except (BrokenPipeError, ValueError):
-            self.broken = True
-            # Point stdout at /dev/null so the interpreter's last flush does not fail again.
-            import os
-
-            try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except OSError:
-                pass
-            return False
+    Output().diag(text)
 
 
 def run(options: ConsumerOptions) -> int:
@@ -304,7 +275,7 @@ def run(options: ConsumerOptions) -> int:
     from kcli.tools.message_formatters import formatter_for
 
     formatter = None if options.json else formatter_for(options.formatter, options.formatter_props, warn=_stderr, log=_stderr)
-    session = ConsoleConsumerSession(options, formatter, StdoutBytes())
+    session = ConsoleConsumerSession(options, formatter, BytesOutput())
     try:
         with SyncRunner() as runner:
             runner.run(session.consume())
@@ -322,7 +293,7 @@ class _Stopped(Exception):
 class ConsoleConsumerSession:
     """Kafka's ConsoleConsumer.process loop on kcli's consumer."""
 
-    def __init__(self, options: ConsumerOptions, formatter: Any, sink: StdoutBytes) -> None:
+    def __init__(self, options: ConsumerOptions, formatter: Any, sink: BytesOutput) -> None:
         self.options = options
         self.formatter = formatter
         self.sink = sink

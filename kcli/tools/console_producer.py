@@ -381,15 +381,17 @@ async def _lines(interactive: bool):  # type: ignore[no-untyped-def]
     import os
     import sys
 
+    from kcli.output import Output
+
     loop = asyncio.get_running_loop()
+    prompt = Output()
     decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder("utf-8")("replace"), translate=True)
     fd = sys.stdin.fileno()
     number = 0
     pending = ""
     while True:
         if interactive:
-            sys.stdout.write(">")
-            sys.stdout.flush()
+            prompt.prompt(">")
         chunk = await loop.run_in_executor(None, os.read, fd, 1 << 16 if interactive else 1 << 20)
         text = decoder.decode(chunk, final=not chunk)
         if text:

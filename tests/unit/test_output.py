@@ -52,3 +52,26 @@ def test_now_writes_at_once():
     out = io.StringIO()
     Output(out=out).now("progress")
     assert out.getvalue() == "progress\n"
+
+
+class ClosedPipe(io.BytesIO):
+    def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+        raise BrokenPipeError
+
+
+def test_bytes_output_writes_records_as_they_are_and_notices_a_closed_pipe():
+    from kcli.output import BytesOutput
+
+    out = io.BytesIO()
+    sink = BytesOutput(out)
+    assert sink.write(b"\xff\x00record\n") and out.getvalue() == b"\xff\x00record\n"
+    closed = BytesOutput(ClosedPipe())
+    assert closed.write(b"x") is False and closed.broken and closed.write(b"y") is False
+
+
+def test_prompt_follows_the_lines_so_far_without_a_line_end():
+    out = io.StringIO()
+    sink = Output(out=out)
+    sink.line("record sent")
+    sink.prompt(">")
+    assert out.getvalue() == "record sent\n>"
