@@ -48,16 +48,16 @@ complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcomm
 complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
 
 # broker-api-versions
-complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l bootstrap-server -x -d 'REQUIRED: the server(s) to use for bootstrapping'
-complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l command-config -x -d 'A properties file of admin client settings'
+complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per broker'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l help -d 'Show this message and exit'
 
 # configs
-complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, host:port[,host:port]'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-controller -x -d 'KRaft controllers: not available (kcli has none)'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l zookeeper -x -d 'ZooKeeper mode (Kafka 2.x): not available yet'
-complete -c kcli -n '__fish_seen_subcommand_from configs' -l command-config -x -d 'A properties file of admin client settings'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l alter -d 'Alter the configs of the entity'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l describe -d 'List the configs of the entity'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l all -d 'With --describe, every config (static and default ones too), not only dynamic ones'
@@ -82,7 +82,7 @@ complete -c kcli -n '__fish_seen_subcommand_from configs' -l output -x -a 'plain
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l help -d 'Show this message and exit'
 
 # console-consumer
-complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l bootstrap-server -x -d 'REQUIRED: The server(s) to connect to'
+complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l topic -x -a '(__kcli_names topics)' -d 'The topic to consume on'
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l whitelist -x -d 'DEPRECATED, use --include instead; ignored if --include specified'
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l include -x -d 'Regular expression specifying list of topics to include for consumption'
@@ -107,7 +107,7 @@ complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l help -d 'S
 
 # console-producer
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l topic -x -a '(__kcli_names topics)' -d 'REQUIRED: The topic id to produce messages to'
-complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l bootstrap-server -x -d 'REQUIRED unless --broker-list(deprecated) is specified'
+complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l sync -d 'If set message send requests to the brokers are synchronously, one at a time as they arrive'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l compression-codec -x -d 'The compression codec: either \'none\', \'gzip\', \'snappy\', \'lz4\', or \'zstd\'.If specified without value, then it defaults to \'gzip\''
@@ -132,8 +132,8 @@ complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l keep-parti
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l help -d 'Show this message and exit'
 
 # consumer-groups
-complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l bootstrap-server -x -d 'REQUIRED: The server(s) to connect to'
-complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l command-config -x -d 'Property file containing configs to be passed to Admin Client and Consumer'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l list -d 'List all consumer groups'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l describe -d 'Describe consumer group and list offset lag (number of messages not yet processed) related to given group'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l delete -d 'Pass in groups to delete topic partition offsets and ownership information over the entire consumer group'
@@ -164,7 +164,7 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'
 
 # consumer-perf-test
-complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l bootstrap-server -x -d 'REQUIRED unless --broker-list(deprecated) is specified'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l topic -x -a '(__kcli_names topics)' -d 'REQUIRED: The topic to consume from'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l include -x -d 'Regular expression specifying list of topics to include for consumption (instead of --topic)'
@@ -205,7 +205,7 @@ complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l help -d '
 
 # export
 complete -c kcli -n '__fish_seen_subcommand_from export' -l output-dir -x -d 'REQUIRED: the directory to write the files to'
-complete -c kcli -n '__fish_seen_subcommand_from export' -l bootstrap-server -x -d 'The broker(s) to read from, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from export' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l log-dir -x -d 'A Kafka log dir to read offline instead of a broker (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l topic -x -a '(__kcli_names topics)' -d 'The topic(s) to export (repeatable or comma-separated)'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l topic-pattern -x -d 'A regular expression selecting the topics instead of --topic'
@@ -223,20 +223,20 @@ complete -c kcli -n '__fish_seen_subcommand_from export' -l verbose -d 'Show Spa
 complete -c kcli -n '__fish_seen_subcommand_from export' -l help -d 'Show this message and exit'
 
 # get-offsets
-complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l bootstrap-server -x -d 'REQUIRED: the server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
-complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l broker-list -x -d 'Deprecated spelling of --bootstrap-server; ignored when that is given'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l topic-partitions -x -d 'Comma-separated topic-partition patterns: topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3 (topic regex, then a partition, range, lower or upper bound)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l topic -x -a '(__kcli_names topics)' -d 'The topic (a regex) to get offsets for; every topic without it'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l partitions -x -d 'Comma-separated partition ids; every partition without it'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l time -x -d '<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / -5 or latest-tiered'
-complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l command-config -x -d 'A properties file of admin client settings'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l exclude-internal-topics -d 'Leave out internal topics (included by default)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l output -x -a 'plain json' -d 'plain: Kafka\'s topic:partition:offset lines; json: one JSON object per partition'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l help -d 'Show this message and exit'
 
 # import
 complete -c kcli -n '__fish_seen_subcommand_from import' -l input -x -d 'REQUIRED: the directory (or file) kcli export wrote'
-complete -c kcli -n '__fish_seen_subcommand_from import' -l bootstrap-server -x -d 'REQUIRED: the broker(s) to write to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from import' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l topic -x -a '(__kcli_names topics)' -d 'The topic to write to (default: each record\'s own topic column)'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l format -x -d 'parquet, json (JSON lines) or csv'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l keep-partitions -l no-keep-partitions -d 'Write each record to the partition it came from'
@@ -281,7 +281,7 @@ complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l transact
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l help -d 'Show this message and exit'
 
 # stats
-complete -c kcli -n '__fish_seen_subcommand_from stats' -l bootstrap-server -x -d 'The broker(s) to read from, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from stats' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l log-dir -x -d 'A Kafka log dir to read offline instead of a broker (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l topic -x -a '(__kcli_names topics)' -d 'The topic(s) (repeatable or comma-separated)'
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l topic-pattern -x -d 'A regular expression selecting the topics instead of --topic'
@@ -292,8 +292,8 @@ complete -c kcli -n '__fish_seen_subcommand_from stats' -l verbose -d 'Show Spar
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l help -d 'Show this message and exit'
 
 # topics
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l bootstrap-server -x -d 'REQUIRED: the Kafka server(s) to connect to, host:port[,host:port]'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l command-config -x -d 'A properties file of admin client settings'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l zookeeper -x -d 'ZooKeeper mode (Kafka 2.x): not available yet'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l list -d 'List all available topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l describe -d 'List details for the given topics'

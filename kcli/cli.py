@@ -74,10 +74,20 @@ for tool in (
     tool.register(app)
 
 
+def _plain_unless_terminal() -> None:
+    """Typer draws help and usage errors as rich panels; when stdout or stderr is not a terminal
+    (a pipe, a file, a CI log) they are click's plain text instead, like every tool's output."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        import typer.core
+
+        typer.core.HAS_RICH = False
+
+
 def main() -> None:
     """Console-script entry: runs the app and turns kcli's errors into one line and an exit code."""
-    from kcli.errors import KcliError
+    from kcli.errors import EXIT_ERROR, EXIT_SIGINT, KcliError
 
+    _plain_unless_terminal()
     try:
         app()
     except KcliError as exc:
@@ -90,6 +100,6 @@ def main() -> None:
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(EXIT_SIGINT)

@@ -16,15 +16,14 @@ sends that message to the client that sent the config.
 from __future__ import annotations
 
 import dataclasses
-import decimal
 import enum
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kcli.errors import ErrorCode, KafkaError, KcliError, UsageError
+from kcli.java_compat import double_to_string
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
@@ -96,28 +95,10 @@ def value_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return java_double_string(value)
+        return double_to_string(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(value_text(item) for item in value) + "]"
     return str(value)
-
-
-def java_double_string(value: float) -> str:
-    """``value`` as Java's ``Double.toString`` writes it: ``0.5``, ``100.0``, ``1.0E-4``, ``1.7976931348623157E308``."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    if 1e-3 <= abs(value) < 1e7:
-        # Python's repr is the shortest round-trip form and stays positional in this range.
-        return repr(value)
-    sign, digits, exponent = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
-    text = "".join(str(d) for d in digits)
-    scale = len(text) - 1 + int(exponent)
-    mantissa = text[0] + "." + (text[1:] or "0")
-    return f"{'-' if value < 0 else ''}{mantissa}E{scale}"
 
 
 # -- validators --------------------------------------------------------------------------------------
@@ -298,7 +279,7 @@ def render_value(value: Any, config_type: ConfigType | None = None) -> str | Non
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return java_double_string(value)
+        return double_to_string(value)
     if isinstance(value, (list, tuple)):
         return ",".join(str(item) for item in value)
     return str(value)

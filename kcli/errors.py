@@ -166,10 +166,19 @@ class ErrorCode(enum.IntEnum):
             return cls.UNKNOWN_SERVER_ERROR
 
 
+# kcli's exit statuses, the README's contract: 0 ok, 1 error, 2 usage (click's usage errors exit
+# 2 too); 130 after SIGINT and 143 after SIGTERM, as the JVM exits on those signals.
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
 class KcliError(Exception):
     """An error with a message fit to show a user as one line."""
 
-    exit_code = 1
+    exit_code = EXIT_ERROR
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
@@ -195,7 +204,7 @@ class LogDirFailure(KafkaStorageError):
 class UsageError(KcliError):
     """A wrong or missing command-line argument."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class CorruptRecordError(KcliError):

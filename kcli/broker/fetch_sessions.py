@@ -19,12 +19,12 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 
-TopicPartition = tuple[str, int]
 
 
 @dataclass(slots=True)

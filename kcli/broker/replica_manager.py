@@ -16,12 +16,11 @@ import asyncio
 import uuid
 from collections.abc import Iterable
 
+from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
 from kcli.storage.log import Log, LogAppendInfo
 from kcli.storage.log_manager import LogManager
 from kcli.storage.producer_state import AppendOrigin
-
-TopicPartition = tuple[str, int]
 
 
 class Partition:

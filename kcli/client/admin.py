@@ -23,12 +23,13 @@ import functools
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from kio.schema.index import schema_name_map
 
 from kcli.client.cluster import Cluster, Node, TopicInfo
 from kcli.client.connection import CLIENT_MAX_VERSIONS, error_code
+from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
 from kcli.protocol import messages
 
@@ -105,14 +106,6 @@ class AlterOp(enum.IntEnum):
     DELETE = 1
     APPEND = 2
     SUBTRACT = 3
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclasses.dataclass(frozen=True)

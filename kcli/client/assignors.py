@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from kcli.client.fetcher import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
+from kcli.java_compat import hash_map_capacity, hash_map_order, hash_spread, topic_partition_hash
 
 EAGER = "eager"
 COOPERATIVE = "cooperative"
@@ -217,51 +218,6 @@ def decode_assignment(data: bytes) -> Assignment:
 # -- Java's hash orders ----------------------------------------------------------------------------
 
 
-def java_string_hash(s: str) -> int:
-    h = 0
-    for unit in _utf16_units(s):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _utf16_units(s: str) -> Iterable[int]:
-    for ch in s:
-        c = ord(ch)
-        if c < 0x10000:
-            yield c
-        else:
-            c -= 0x10000
-            yield 0xD800 + (c >> 10)
-            yield 0xDC00 + (c & 0x3FF)
-
-
-def java_topic_partition_hash(tp: TopicPartition) -> int:
-    result = (31 + tp.partition) & 0xFFFFFFFF
-    result = (31 * result + java_string_hash(tp.topic)) & 0xFFFFFFFF
-    return result - (1 << 32) if result & 0x80000000 else result
-
-
-def _capacity_for(size: int) -> int:
-    """The table size of a default-constructed HashMap after ``size`` puts."""
-    capacity = 16
-    while size > capacity * 3 // 4:
-        capacity *= 2
-    return capacity
-
-
-def _bucket(h: int, capacity: int) -> int:
-    h &= 0xFFFFFFFF
-    return (h ^ (h >> 16)) & (capacity - 1)
-
-
-def java_hashmap_order(keys: Iterable[str], capacity: int | None = None) -> list[str]:
-    """The iteration order of a default ``HashMap<String, ?>`` whose keys were put in this order."""
-    keys = list(keys)
-    cap = capacity or _capacity_for(len(keys))
-    indexed = sorted(enumerate(keys), key=lambda item: (_bucket(java_string_hash(item[1]), cap), item[0]))
-    return [k for _i, k in indexed]
-
-
 class _JavaHashSet:
     """A ``HashSet<TopicPartition>`` that answers ``iterator().next()`` as Java's does."""
 
@@ -274,7 +230,7 @@ class _JavaHashSet:
         if tp not in self._seq:
             self._seq[tp] = self._next
             self._next += 1
-            self._capacity = max(self._capacity, _capacity_for(len(self._seq)))
+            self._capacity = max(self._capacity, hash_map_capacity(len(self._seq)))
 
     def remove(self, tp: TopicPartition) -> None:
         self._seq.pop(tp, None)
@@ -284,7 +240,7 @@ class _JavaHashSet:
 
     def first(self) -> TopicPartition:
         cap = self._capacity
-        return min(self._seq, key=lambda tp: (_bucket(java_topic_partition_hash(tp), cap), self._seq[tp]))
+        return min(self._seq, key=lambda tp: (hash_spread(topic_partition_hash(*tp)) & (cap - 1), self._seq[tp]))
 
 
 def _member_key(member_id: str, subscription: Subscription) -> tuple[int, str]:
@@ -426,7 +382,7 @@ class _StickyAssignment:
     def __init__(self, partitions_per_topic: dict[str, int], subscriptions: Mapping[str, Subscription]) -> None:
         self.partitions_per_topic = partitions_per_topic
         self.subscriptions = subscriptions
-        self.order = java_hashmap_order(subscriptions)  # how Java iterates its subscriptions map
+        self.order = hash_map_order(subscriptions)  # how Java iterates its subscriptions map
         self.max_generation = DEFAULT_GENERATION
         self.owned: dict[str, list[TopicPartition]] = {}
         self.multiply_owned: set[TopicPartition] = set()

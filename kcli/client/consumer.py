@@ -28,7 +28,6 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -597,4 +596,5 @@ def _strategy_names(strategies: Iterable[str]) -> list[str]:
 
 
 def _warn(message: str) -> None:
-    print(f"WARN {message}", file=sys.stderr)
+    # A library logs; the tool that gave no ``warn`` decides where its logs go.
+    log.warning(message)

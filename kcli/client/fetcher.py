@@ -26,7 +26,6 @@ exports them.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import struct
 import time
@@ -37,6 +36,7 @@ from typing import Any, NamedTuple
 
 from kcli.client.cluster import Cluster
 from kcli.client.connection import error_code
+from kcli.common import TopicPartition
 from kcli.errors import CorruptRecordError, ErrorCode, KafkaError
 from kcli.storage import records as rec
 
@@ -68,15 +68,6 @@ _LEADERSHIP_ERRORS = frozenset(
         ErrorCode.INCONSISTENT_TOPIC_ID,
     }
 )
-
-
-@dataclasses.dataclass(frozen=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class ConsumerRecord(NamedTuple):

@@ -47,7 +47,6 @@ import logging
 import math
 import random
 import struct
-import sys
 import time
 import weakref
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -309,7 +308,8 @@ ACCEPTED_PROPERTIES = frozenset(
 
 
 def _warn(message: str) -> None:
-    print(f"WARN {message}", file=sys.stderr)
+    # A library logs; the tool that gave no ``warn`` decides where its logs go.
+    log.warning(message)
 
 
 # -- records and batches ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kcli.errors import CorruptRecordError
+from kcli.java_compat import scala_hash_table_order, scala_improved_hash, topic_partition_hash
 from kcli.protocol.schema import (
     SchemaDecodeError,
     decode,
@@ -655,24 +656,6 @@ def format_transaction_log_record(key: bytes | bytearray | memoryview | None,
 # inserted without that check.
 
 
-def _java_string_hash(text: str) -> int:
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-def _topic_partition_hash(topic: str, partition: int) -> int:
-    """Java's ``TopicPartition.hashCode`` as an unsigned 32-bit value."""
-    return (31 * ((31 + partition) & 0xFFFFFFFF) + _java_string_hash(topic)) & 0xFFFFFFFF
-
-
-def _improved_hash(h: int) -> int:
-    improved = (h ^ (h >> 16)) & 0xFFFFFFFF
-    return improved - 0x100000000 if improved >= 0x80000000 else improved
-
-
 def _table_size_for(capacity: int) -> int:
     n = max(capacity - 1, 4)
     return min((1 << (n.bit_length() - 1)) * 2, 1 << 30)
@@ -683,7 +666,7 @@ def scala_mutable_hash_set_order(groups: Iterable[Sequence[tuple[str, int]]]) ->
     each group (in order) into an empty set."""
     length = 16
     threshold = 12
-    members: dict[tuple[str, int], tuple[int, int]] = {}
+    members: dict[tuple[str, int], int] = {}
     for group in groups:
         distinct = list(dict.fromkeys(group))
         if not distinct:
@@ -697,6 +680,5 @@ def scala_mutable_hash_set_order(groups: Iterable[Sequence[tuple[str, int]]]) ->
                 length *= 2
                 threshold = int(length * 0.75)
             if tp not in members:
-                members[tp] = (_improved_hash(_topic_partition_hash(*tp)), len(members))
-    mask = length - 1
-    return sorted(members, key=lambda tp: (members[tp][0] & mask, members[tp][0], members[tp][1]))
+                members[tp] = scala_improved_hash(topic_partition_hash(*tp))
+    return scala_hash_table_order(members, length)

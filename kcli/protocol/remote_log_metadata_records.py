@@ -27,11 +27,10 @@ before the serde is reached (the JVM's helpful NullPointerException message, JDK
 
 from __future__ import annotations
 
-import base64
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from kcli.common import uuid_to_string
 from kcli.errors import CorruptRecordError
 from kcli.protocol.metadata_records import FRAME_VERSION, MetadataParseError, read_api_message
 from kcli.protocol.schema import encode
@@ -149,18 +148,13 @@ def decode_remote_log_metadata_record(value: bytes | bytearray | memoryview | No
         raise RemoteLogMetadataError(str(exc), exc.java_message, exc.position) from exc
 
 
-def _uuid(u: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode("ascii")
-
-
 def _topic_id_partition(entry: Mapping[str, Any]) -> str:
     """``TopicIdPartition.toString()``: ``topicId:topic-partition``."""
-    return f"{_uuid(entry['Id'])}:{entry['Name']}-{entry['Partition']}"
+    return f"{uuid_to_string(entry['Id'])}:{entry['Name']}-{entry['Partition']}"
 
 
 def _segment_id(entry: Mapping[str, Any]) -> str:
-    return f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(entry['TopicIdPartition'])}, id={_uuid(entry['Id'])}}}"
+    return f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(entry['TopicIdPartition'])}, id={uuid_to_string(entry['Id'])}}}"
 
 
 def _custom_metadata(value: bytes | None) -> str:
@@ -222,7 +216,7 @@ def remote_log_metadata_text(api_key: int, data: Mapping[str, Any]) -> str:
     if api_key == 3:  # RemoteLogSegmentMetadataSnapshot: state is checked before the leader epochs
         state = _segment_state(data["RemoteLogSegmentState"])
         epochs = _leader_epochs(data["SegmentLeaderEpochs"])
-        return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={_uuid(data['SegmentId'])}, "
+        return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={uuid_to_string(data['SegmentId'])}, "
                 f"startOffset={data['StartOffset']}, endOffset={data['EndOffset']}, "
                 f"maxTimestampMs={data['MaxTimestampMs']}, segmentLeaderEpochs={epochs}, "
                 f"segmentSizeInBytes={data['SegmentSizeInBytes']}, "

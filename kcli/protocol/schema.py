@@ -50,14 +50,15 @@ Java exception has no message). Values that cannot be encoded raise ``ValueError
 from __future__ import annotations
 
 import base64
-import decimal
 import math
 import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from kcli.common import uuid_from_string, uuid_to_string
 from kcli.errors import CorruptRecordError
+from kcli.java_compat import double_to_string
 from kcli.storage.varint import encode_unsigned_varint
 
 MAX_VERSION = 0x7FFF
@@ -371,7 +372,7 @@ def _parse_default(f: Field, raw: Any, message: str) -> Any:
     if kind == "string":
         return str(raw)
     if kind == "uuid":
-        return uuid.UUID(bytes=_uuid_from_kafka_string(str(raw))) if raw != "" else uuid.UUID(int=0)
+        return uuid_from_string(str(raw)) if raw != "" else uuid.UUID(int=0)
     if kind == "float64":
         return float(raw)
     value = int(raw, 0) if isinstance(raw, str) else int(raw)
@@ -849,7 +850,7 @@ def _value_json(t: FieldType, v: Any, version: int) -> Any:
     if kind == "bytes":
         return base64.b64encode(bytes(v)).decode("ascii")
     if kind == "uuid":
-        return kafka_uuid_string(v)
+        return uuid_to_string(v)
     if kind == "bool":
         return bool(v)
     if kind == "float64":
@@ -857,19 +858,6 @@ def _value_json(t: FieldType, v: Any, version: int) -> Any:
     if kind == "string":
         return str(v)
     return int(v)
-
-
-def kafka_uuid_string(value: uuid.UUID | bytes) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
-    raw = value.bytes if isinstance(value, uuid.UUID) else bytes(value)
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def _uuid_from_kafka_string(text: str) -> bytes:
-    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if len(raw) != 16:
-        raise ValueError(f"not a Kafka uuid: {text!r}")
-    return raw
 
 
 # Jackson's default escaping: '"', '\\' and the C0 controls; \b \t \n \f \r have short forms,
@@ -923,21 +911,7 @@ def _dump_json(value: Any, emit: Callable[[str], None]) -> None:
 
 
 def _java_double(d: float) -> str:
-    """Java's ``Double.toString`` (shortest digits), as Jackson writes a double."""
-    if math.isnan(d):
-        return '"NaN"'
-    if math.isinf(d):
-        return '"Infinity"' if d > 0 else '"-Infinity"'
-    if d == 0:
-        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
-    sign, digits, exponent = decimal.Decimal(repr(d)).as_tuple()
-    text = "".join(map(str, digits)).rstrip("0") or "0"
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    prefix = "-" if sign else ""
-    if 1e-3 <= abs(d) < 1e7:
-        if point <= 0:
-            return f"{prefix}0.{'0' * -point}{text}"
-        if point >= len(text):
-            return f"{prefix}{text}{'0' * (point - len(text))}.0"
-        return f"{prefix}{text[:point]}.{text[point:]}"
-    return f"{prefix}{text[0]}.{text[1:] or '0'}E{point - 1}"
+    """A double as Jackson writes it: Java's ``Double.toString``, NaN and the infinities quoted."""
+    if math.isnan(d) or math.isinf(d):
+        return f'"{double_to_string(d)}"'
+    return double_to_string(d)

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kcli.common import CLUSTER_METADATA_TOPIC_NAME, is_internal
 from kcli.errors import CorruptRecordError, KcliError
 from kcli.spark.options import (
     DataLossError,
@@ -51,9 +52,6 @@ from kcli.storage.log import parse_topic_partition_name
 from kcli.storage.segment import INDEX_FILE_SUFFIX, is_log_file, offset_from_file_name
 
 ROWS_PER_ARROW_BATCH = 65536
-# Topics a pattern subscription never selects: the Java consumer excludes internal topics, and
-# the KRaft metadata log is no topic at all.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata"})
 _SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 
 FAIL_ON_DATA_LOSS_HINT = "set failOnDataLoss=false to skip what is missing"
@@ -177,6 +175,12 @@ def _partition_name(name: str) -> TopicPartition | None:
         return None
 
 
+def _never_by_pattern(topic: str) -> bool:
+    """A pattern subscription never selects it: the Java consumer excludes internal topics, and
+    the KRaft metadata log is no topic at all."""
+    return is_internal(topic) or topic == CLUSTER_METADATA_TOPIC_NAME
+
+
 def select_partitions(available: Mapping[TopicPartition, PartitionFiles], subscription: Subscription) -> dict[TopicPartition, PartitionFiles]:
     """The partitions a subscription reads. Every assigned partition must be there."""
     if subscription.kind == "assign":
@@ -187,7 +191,7 @@ def select_partitions(available: Mapping[TopicPartition, PartitionFiles], subscr
     return {
         tp: files
         for tp, files in sorted(available.items())
-        if subscription.selects(tp[0], tp[1], internal=tp[0] in INTERNAL_TOPICS)
+        if subscription.selects(tp[0], tp[1], internal=_never_by_pattern(tp[0]))
     }
 
 

@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kcli.common import TopicPartition
 from kcli.errors import KcliError, UsageError
 
 EARLIEST = -2  # in offsets JSON: the first offset of the partition
 LATEST = -1  # in offsets JSON: the log end offset
 
-TopicPartition = tuple[str, int]
 PartitionOffsets = dict[TopicPartition, int]
 
 ASSIGN = "assign"

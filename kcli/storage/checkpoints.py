@@ -15,7 +15,6 @@ format) and ``.kafka_cleanshutdown`` marks a clean shutdown. Every file here is 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -26,7 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
+from kcli.common import uuid_from_string, uuid_to_string
 from kcli.errors import CorruptCheckpointError
+from kcli.java_compat import parse_int, parse_long, split
 
 RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
@@ -47,10 +48,6 @@ _WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")
 _PARTITION_METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")
 # What BufferedReader.readLine ends a line at.
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
-_TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}(==)?")
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 def write_atomically(path: Path | str, data: bytes) -> None:
@@ -96,24 +93,6 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _java_split(pattern: re.Pattern[str], line: str) -> list[str]:
-    # Java's String.split drops trailing empty strings but keeps a leading one.
-    fields = pattern.split(line)
-    while fields and fields[-1] == "":
-        fields.pop()
-    return fields
-
-
-def _java_int(text: str, bounds: tuple[int, int]) -> int:
-    """Integer.parseInt / Long.parseLong: an optional sign and digits, nothing else, in range."""
-    if not _JAVA_INTEGER.fullmatch(text):
-        raise ValueError(text)
-    value = int(text)
-    if not bounds[0] <= value <= bounds[1]:
-        raise ValueError(text)
-    return value
-
-
 def _malformed(path: Path | str, line: str) -> CorruptCheckpointError:
     return CorruptCheckpointError(f"Malformed line in checkpoint file ({path}): '{line}'")
 
@@ -127,7 +106,7 @@ def _read_checkpoint(path: Path | str, parse_entry: Callable[[list[str]], T]) ->
     if not lines:
         return []
     try:
-        version = _java_int(lines[0], _INT32)
+        version = parse_int(lines[0])
     except ValueError:
         raise _malformed(path, lines[0]) from None
     if version != CHECKPOINT_VERSION:
@@ -135,13 +114,13 @@ def _read_checkpoint(path: Path | str, parse_entry: Callable[[list[str]], T]) ->
     if len(lines) == 1:
         return []
     try:
-        expected = _java_int(lines[1], _INT32)
+        expected = parse_int(lines[1])
     except ValueError:
         raise _malformed(path, lines[1]) from None
     entries = []
     for line in lines[2:]:
         try:
-            entries.append(parse_entry(_java_split(_WHITESPACE, line)))
+            entries.append(parse_entry(split(line, _WHITESPACE)))
         except ValueError:
             raise _malformed(path, line) from None
     if len(entries) != expected:
@@ -161,7 +140,7 @@ def _offset_entry(fields: list[str]) -> tuple[tuple[str, int], int]:
     if len(fields) != 3:
         raise ValueError(fields)
     topic, partition, offset = fields
-    return (topic, _java_int(partition, _INT32)), _java_int(offset, _INT64)
+    return (topic, parse_int(partition)), parse_long(offset)
 
 
 def read_offset_checkpoint(path: Path | str) -> dict[tuple[str, int], int]:
@@ -189,7 +168,7 @@ def write_offset_checkpoint(path: Path | str, offsets: Mapping[tuple[str, int], 
 def _epoch_entry(fields: list[str]) -> tuple[int, int]:
     if len(fields) != 2:
         raise ValueError(fields)
-    return _java_int(fields[0], _INT32), _java_int(fields[1], _INT64)
+    return parse_int(fields[0]), parse_long(fields[1])
 
 
 def read_leader_epoch_checkpoint(path: Path | str) -> list[tuple[int, int]]:
@@ -204,20 +183,8 @@ def write_leader_epoch_checkpoint(path: Path | str, entries: Iterable[tuple[int,
 # -- partition.metadata ---------------------------------------------------------------------------
 
 
-def topic_id_to_str(topic_id: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes without padding (22 characters)."""
-    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
-
-
-def topic_id_from_str(text: str) -> uuid.UUID:
-    """Kafka's Uuid.fromString; raises ValueError when ``text`` does not encode 16 bytes."""
-    if not _TOPIC_ID.fullmatch(text):
-        raise ValueError(f"Input string `{text}` is not a base64-encoded UUID")
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text[:22] + "=="))
-
-
 def _partition_metadata_value(path: Path | str, line: str) -> str:
-    fields = _java_split(_PARTITION_METADATA_SEPARATOR, line)
+    fields = split(line, _PARTITION_METADATA_SEPARATOR)
     if len(fields) != 2:
         raise _malformed(path, line)
     return fields[1]
@@ -231,13 +198,13 @@ def read_partition_metadata(path: Path | str) -> uuid.UUID:
     """
     lines = _lines(_text(path)) + ["", ""]
     try:
-        version = _java_int(_partition_metadata_value(path, lines[0]), _INT32)
+        version = parse_int(_partition_metadata_value(path, lines[0]))
     except ValueError:
         raise _malformed(path, lines[0]) from None
     if version < PARTITION_METADATA_VERSION:
         raise CorruptCheckpointError(f"Unrecognized version of partition metadata file ({path}): {version}")
     try:
-        topic_id = topic_id_from_str(_partition_metadata_value(path, lines[1]))
+        topic_id = uuid_from_string(_partition_metadata_value(path, lines[1]))
     except ValueError:
         raise _malformed(path, lines[1]) from None
     if topic_id.int == 0:
@@ -246,7 +213,7 @@ def read_partition_metadata(path: Path | str) -> uuid.UUID:
 
 
 def write_partition_metadata(path: Path | str, topic_id: uuid.UUID) -> None:
-    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id_to_str(topic_id)}"
+    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_string(topic_id)}"
     write_atomically(path, text.encode("ascii"))
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from kcli.common import TopicPartition
 from kcli.errors import KcliError
 from kcli.storage.checkpoints import CLEANER_OFFSET_CHECKPOINT, read_offset_checkpoint, write_offset_checkpoint
 from kcli.storage.log import Log
@@ -30,7 +31,6 @@ from kcli.storage.segment import LogSegment
 
 log = logging.getLogger("kcli.log_cleaner")
 
-TopicPartition = tuple[str, int]
 
 
 class LogCleaningAbortedError(KcliError):

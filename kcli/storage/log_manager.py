@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from kcli.common import CLUSTER_METADATA_TOPIC_NAME
 from kcli.errors import KafkaStorageError, KcliError
 from kcli.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
 # The KRaft metadata log lives in a log dir but is not a partition log the manager owns.
-METADATA_TOPIC = "__cluster_metadata"
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000  # producer.id.expiration.ms
 
@@ -169,7 +169,7 @@ class LogManager:
                 log.warning("Skipping %s: kcli does not move replicas between log dirs", child)
                 continue
             topic, partition = parse_topic_partition_name(child.name)
-            if topic == METADATA_TOPIC:
+            if topic == CLUSTER_METADATA_TOPIC_NAME:
                 continue
             key = (topic, partition)
             if key in self._logs:
@@ -204,7 +204,7 @@ class LogManager:
 
     def logs_on_disk(self) -> LogsOnDisk:
         """The partition logs ``load_logs`` would open, counted without opening them."""
-        return logs_on_disk(self.log_dirs, skipped_topics=(METADATA_TOPIC,))
+        return logs_on_disk(self.log_dirs, skipped_topics=(CLUSTER_METADATA_TOPIC_NAME,))
 
     def descriptors_needed(self) -> int:
         """File descriptors the hosted logs hold once each active segment is written (descriptors.py)."""

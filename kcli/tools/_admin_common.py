@@ -7,23 +7,21 @@ naming and ordering things in their output.
 - ``AdminSession`` opens a ``Cluster`` and an ``Admin`` on a private event loop and runs admin
   coroutines one by one for a blocking tool.
 - ``TopicFilter`` is Kafka's ``IncludeList`` (a topic regex, as ``--topic`` takes it);
-  ``kafka_uuid`` prints a topic id as Kafka does; ``java_hash_order`` reproduces the iteration
-  order of a ``java.util.HashMap``, which several Kafka tools print their results in.
+  Topic ids are printed and read with ``kcli.common``'s Uuid text form.
 
 Imported by the tools' command functions only (it pulls in the client).
 """
 
 from __future__ import annotations
 
-import base64
 import re
-import sys
-import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from kcli.common import is_internal
 from kcli.config import read_properties
 from kcli.errors import KcliError, UsageError
+from kcli.output import Output
 
 T = TypeVar("T")
 
@@ -82,7 +80,7 @@ def client_settings(
     (PLAINTEXT only). Names outside ``known`` (and not ssl.* / sasl.*) are reported through
     ``warn`` in Kafka's words.
     """
-    warn = warn or (lambda line: print(line, file=sys.stderr))
+    warn = warn or Output().diag
     for name in props:
         if name not in known and not name.startswith(("ssl.", "sasl.")):
             warn(f"The configuration '{name}' was supplied but isn't a known config.")
@@ -173,72 +171,6 @@ class TopicFilter:
 
     def allows(self, topic: str, exclude_internal: bool = False) -> bool:
         return self._pattern.fullmatch(topic) is not None and not (exclude_internal and is_internal(topic))
-
-
-# Kafka's Topic.INTERNAL_TOPICS (3.9).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-
-
-def is_internal(topic: str) -> bool:
-    return topic in INTERNAL_TOPICS
-
-
-def kafka_uuid(value: uuid.UUID) -> str:
-    """A topic id as Kafka prints it (``Uuid.toString``): URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
-
-
-def parse_kafka_uuid(text: str) -> uuid.UUID:
-    """The inverse of ``kafka_uuid``; KcliError when ``text`` is not 16 bytes of base64."""
-    try:
-        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (ValueError, TypeError):
-        data = b""
-    if len(text) > 24 or len(data) != 16:
-        raise KcliError(f"Input string `{text}` is not a base64-encoded UUID")
-    return uuid.UUID(bytes=data)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    for unit in _utf16_units(text):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _utf16_units(text: str) -> Iterable[int]:
-    for char in text:
-        code = ord(char)
-        if code < 0x10000:
-            yield code
-        else:
-            code -= 0x10000
-            yield 0xD800 + (code >> 10)
-            yield 0xDC00 + (code & 0x3FF)
-
-
-def java_hash_order(keys: Iterable[str], initial_capacity: int | None = None) -> list[str]:
-    """The order a ``java.util.HashMap`` with String keys iterates them, given the order they were
-    put in: by bucket (``(h ^ (h >>> 16)) & (capacity - 1)``), and by insertion within a bucket.
-    ``initial_capacity`` is the ``new HashMap<>(n)`` argument (None: the default constructor)."""
-    ordered = list(dict.fromkeys(keys))
-    capacity = 16 if initial_capacity is None else _table_size_for(initial_capacity)
-    while len(ordered) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return [key for _, key in sorted(enumerate(ordered), key=lambda pair: (bucket(pair[1]), pair[0]))]
-
-
-def _table_size_for(capacity: int) -> int:
-    size = 1
-    while size < capacity:
-        size *= 2
-    return size
 
 
 def option(name: str) -> str:

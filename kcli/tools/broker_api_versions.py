@@ -31,11 +31,12 @@ APIs the broker advertises.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kcli.output import Format
+from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 # Kafka 3.9's ApiKeys names, by key.
 API_NAMES = (
@@ -69,8 +70,8 @@ def register(app: typer.Typer) -> None:
 
 
 def broker_api_versions(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: the server(s) to use for bootstrapping.")] = None,
-    command_config: Annotated[Optional[str], typer.Option("--command-config", help="A properties file of admin client settings.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    command_config: CommandConfigOpt = None,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per broker.")] = Format.plain,
 ) -> None:
     from kcli.errors import UsageError

@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from kcli.tools.options import BootstrapServerOpt
+
 KINDS = ("topics", "groups")
 
 
@@ -21,10 +23,10 @@ def register(app: typer.Typer) -> None:
 
 def complete_names(
     kind: Annotated[str, typer.Argument(help="topics or groups")],
-    bootstrap_server: Annotated[str, typer.Option("--bootstrap-server")],
+    bootstrap_server: BootstrapServerOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds before giving up, silently.")] = 1.5,
 ) -> None:
-    if kind not in KINDS:
+    if kind not in KINDS or not bootstrap_server:
         return
     import asyncio
 
@@ -33,7 +35,11 @@ def complete_names(
     except Exception:  # a completion stays silent, whatever went wrong
         return
     if names:
-        print("\n".join(sorted(names)))
+        from kcli.output import Output
+
+        out = Output()
+        out.lines(sorted(names))
+        out.flush()
 
 
 async def _names(kind: str, bootstrap: str, timeout: float) -> set[str]:

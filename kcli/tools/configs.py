@@ -39,6 +39,7 @@ from typing import Annotated, Optional
 import typer
 
 from kcli.output import Format
+from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 TOPICS, CLIENTS, USERS, BROKERS, IPS = "topics", "clients", "users", "brokers", "ips"
 BROKER_LOGGERS, CLIENT_METRICS = "broker-loggers", "client-metrics"
@@ -60,11 +61,11 @@ def register(app: typer.Typer) -> None:
 
 
 def configs(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="The Kafka server(s) to connect to, host:port[,host:port].")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
     bootstrap_controller: Annotated[Optional[str], typer.Option("--bootstrap-controller", help="KRaft controllers: not available (kcli has none).")] = None,
     zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="ZooKeeper mode (Kafka 2.x): not available yet.")] = None,
     zk_tls_config_file: Annotated[Optional[str], typer.Option("--zk-tls-config-file", hidden=True, help="Only with --zookeeper.")] = None,
-    command_config: Annotated[Optional[str], typer.Option("--command-config", help="A properties file of admin client settings.")] = None,
+    command_config: CommandConfigOpt = None,
     alter: Annotated[bool, typer.Option("--alter", help="Alter the configs of the entity.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="List the configs of the entity.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="With --describe, every config (static and default ones too), not only dynamic ones.")] = False,
@@ -134,7 +135,7 @@ def configs(
     has_default = any(n == "" for n in names)
     if has_name and (BROKERS in types or BROKER_LOGGERS in types):
         for value in (entity_name or []) + [v for v in (broker, broker_logger) if v is not None]:
-            if _java_int(value) is None:
+            if not _is_broker_id(value):
                 raise UsageError(f"The entity name for {types[0]} must be a valid integer broker id, but it is: {value}")
     if describe and BROKER_LOGGERS in types and not has_name:
         raise UsageError(f"an entity name must be specified with --describe of {','.join(types)}")
@@ -180,12 +181,12 @@ def configs(
 
 def _describe(session, out, kind: str, name: str | None, describe_all: bool) -> bool:
     """Describe one entity, or every entity of ``kind``; True when any of them failed."""
-    from kcli.tools._admin_common import java_hash_order
+    from kcli.java_compat import hash_map_order
 
     if name is not None:
         entities = [name]
     elif kind == TOPICS:
-        entities = java_hash_order(sorted(session.run(session.admin.list_topics())))
+        entities = hash_map_order(sorted(session.run(session.admin.list_topics())))
     else:
         entities = [str(node) for node in session.run(session.admin.describe_cluster()).nodes] + [""]
     failed = False
@@ -239,12 +240,12 @@ def _resource_configs(session, kind: str, name: str, *, include_synonyms: bool, 
     if kind == TOPICS:
         resource_type, dynamic = TOPIC, ConfigSource.DYNAMIC_TOPIC_CONFIG
     elif kind == BROKERS:
-        if name and _java_int(name) is None:
+        if name and not _is_broker_id(name):
             raise UsageError(f"The entity name for {kind} must be a valid integer broker id, found: {name}")
         resource_type = BROKER
         dynamic = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if name == "" else ConfigSource.DYNAMIC_BROKER_CONFIG
     else:
-        if name and _java_int(name) is None:
+        if name and not _is_broker_id(name):
             raise UsageError(f"The entity name for {kind} must be a valid integer broker id, found: {name}")
         resource_type, dynamic = BROKER_LOGGER, None
     resource = ConfigResource(resource_type, name)
@@ -317,9 +318,12 @@ def _text(value: str | None) -> str:
     return "null" if value is None else value
 
 
-def _java_int(text: str) -> int | None:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None
+def _is_broker_id(text: str) -> bool:
+    """True when Java's Integer.parseInt reads ``text``."""
+    from kcli.java_compat import parse_int
+
+    try:
+        parse_int(text)
+    except ValueError:
+        return False
+    return True

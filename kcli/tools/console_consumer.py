@@ -36,22 +36,21 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Optional
 
 import typer
 
-from kcli.output import Format
+from kcli.errors import EXIT_SIGINT, EXIT_SIGTERM
+from kcli.output import BytesOutput, Format, Output
 from kcli.tools.int_options import INT32, NON_NEGATIVE_INT32
+from kcli.tools.options import BootstrapServerOpt
 
 DEFAULT_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 EARLIEST = -2  # ListOffsetsRequest.EARLIEST_TIMESTAMP, as Kafka's options hold it
 LATEST = -1
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 LONG_MAX = 2**63 - 1
-SIGINT_EXIT = 130
-SIGTERM_EXIT = 143
 # How long one poll waits when no --timeout-ms bounds it; any value works, a signal ends it early.
 POLL_SLICE = 1.0
 # With --timeout-ms, a poll still running this long after its timeout is given up.
@@ -80,7 +79,7 @@ def register(app: typer.Typer) -> None:
 
 
 def console_consumer(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: The server(s) to connect to.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic to consume on.")] = None,
     whitelist: Annotated[Optional[str], typer.Option("--whitelist", help="DEPRECATED, use --include instead; ignored if --include specified. Regular expression specifying list of topics to include for consumption.")] = None,
     include: Annotated[Optional[str], typer.Option("--include", help="Regular expression specifying list of topics to include for consumption.")] = None,
@@ -181,7 +180,10 @@ def parse_options(
         if candidate is not None and candidate not in group_ids:
             group_ids.append(candidate)
     if len(group_ids) > 1:
-        detected = ", ".join(f"'{g}'" for g in java_hash_set_order(group_ids))
+        from kcli.java_compat import hash_map_order
+
+        # Kafka lists them from a java.util.HashSet, in its iteration order.
+        detected = ", ".join(f"'{g}'" for g in hash_map_order(group_ids))
         raise UsageError(
             "The group ids provided in different places (directly using '--group', via '--consumer-property', "
             f"or via '--consumer.config') do not match. Detected group ids: {detected}"
@@ -260,53 +262,11 @@ def parse_offset(text: str | None, from_beginning: bool) -> int:
     raise UsageError(f"The provided offset value '{text}' is incorrect. Valid values are 'earliest', 'latest', or a non-negative long.")
 
 
-def java_hash_set_order(items: list[str]) -> list[str]:
-    """The order a ``java.util.HashSet`` of a few strings iterates in (16 buckets, insertion order
-    within a bucket), so Kafka's "Detected group ids" list reads the same."""
-
-    def bucket(text: str) -> int:
-        data = text.encode("utf-16-be", "surrogatepass")
-        h = 0
-        for i in range(0, len(data), 2):
-            h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 15
-
-    return sorted(items, key=lambda text: (bucket(text), items.index(text)))
-
-
 # -- running -----------------------------------------------------------------------------------------
 
 
 def _stderr(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
-class StdoutBytes:
-    """stdout as bytes, written once per poll; notices a reader that went away."""
-
-    def __init__(self) -> None:
-        self.stream = sys.stdout.buffer
-        self.broken = False
-
-    def write(self, data: bytes | bytearray) -> bool:
-        if self.broken:
-            return False
-        try:
-            if data:
-                self.stream.write(data)
-            self.stream.flush()
-            return True
-        except (BrokenPipeError, ValueError):
-            self.broken = True
-            # Point stdout at /dev/null so the interpreter's last flush does not fail again.
-            import os
-
-            try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except OSError:
-                pass
-            return False
+    Output().diag(text)
 
 
 def run(options: ConsumerOptions) -> int:
@@ -315,7 +275,7 @@ def run(options: ConsumerOptions) -> int:
     from kcli.tools.message_formatters import formatter_for
 
     formatter = None if options.json else formatter_for(options.formatter, options.formatter_props, warn=_stderr, log=_stderr)
-    session = ConsoleConsumerSession(options, formatter, StdoutBytes())
+    session = ConsoleConsumerSession(options, formatter, BytesOutput())
     try:
         with SyncRunner() as runner:
             runner.run(session.consume())
@@ -333,7 +293,7 @@ class _Stopped(Exception):
 class ConsoleConsumerSession:
     """Kafka's ConsoleConsumer.process loop on kcli's consumer."""
 
-    def __init__(self, options: ConsumerOptions, formatter: Any, sink: StdoutBytes) -> None:
+    def __init__(self, options: ConsumerOptions, formatter: Any, sink: BytesOutput) -> None:
         self.options = options
         self.formatter = formatter
         self.sink = sink
@@ -354,7 +314,7 @@ class ConsoleConsumerSession:
         signals = (signal.SIGINT, signal.SIGTERM)
 
         def on_signal(signum: int) -> None:
-            self.exit_code = SIGINT_EXIT if signum == signal.SIGINT else SIGTERM_EXIT
+            self.exit_code = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
             self._stop.set()
             # A second signal ends the process at once, without the clean shutdown.
             for s in signals:

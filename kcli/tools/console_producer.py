@@ -43,7 +43,9 @@ from typing import Annotated, Optional
 import typer
 import typer.core
 
+from kcli.java_compat import split
 from kcli.tools.int_options import INT32, INT64
+from kcli.tools.options import BootstrapServerOpt, BrokerListOpt
 
 LINE_READERS = (
     "kafka.tools.ConsoleProducer$LineMessageReader",  # Kafka 3.x
@@ -87,8 +89,8 @@ def register(app: typer.Typer) -> None:
 
 def console_producer(
     topic: Annotated[Optional[str], typer.Option("--topic", help="REQUIRED: The topic id to produce messages to.")] = None,
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED unless --broker-list(deprecated) is specified. The server(s) to connect to. The broker list string in the form HOST1:PORT1,HOST2:PORT2.")] = None,
-    broker_list: Annotated[Optional[str], typer.Option("--broker-list", help="DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified.  The broker list string in the form HOST1:PORT1,HOST2:PORT2.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    broker_list: BrokerListOpt = None,
     sync: Annotated[bool, typer.Option("--sync", help="If set message send requests to the brokers are synchronously, one at a time as they arrive.")] = False,
     compression_codec: Annotated[Optional[str], typer.Option("--compression-codec", metavar="[compression-codec]", help="The compression codec: either 'none', 'gzip', 'snappy', 'lz4', or 'zstd'.If specified without value, then it defaults to 'gzip'")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", click_type=INT32, help="Number of messages to send in a single batch if they are not being sent synchronously. please note that this option will be replaced if max-partition-memory-bytes is also set (default: 16384)")] = None,
@@ -250,7 +252,7 @@ class LineReader:
         result = []
         marker = self.null_marker
         separator = self.headers_key_separator
-        for pair in java_split(self._separator_pattern, text):
+        for pair in split(text, self._separator_pattern):
             index = pair.find(separator)
             if index < 0:
                 if not self.ignore_error:
@@ -265,28 +267,6 @@ class LineReader:
         return result
 
 
-def java_split(pattern, text: str) -> list[str]:  # type: ignore[no-untyped-def]
-    """Java's ``Pattern.split(text)``: no empty leading piece from a zero-width match at the
-    start, trailing empty pieces dropped, the whole text when nothing matches."""
-    if not text:
-        return [text]
-    pieces = []
-    last = 0
-    for match in pattern.finditer(text):
-        if match.end() == 0:
-            continue  # a zero-width match at the very start splits nothing off
-        if match.start() == match.end() and match.start() >= len(text):
-            break
-        pieces.append(text[last : match.start()])
-        last = match.end()
-    if not pieces:
-        return [text]
-    pieces.append(text[last:])
-    while pieces and pieces[-1] == "":
-        pieces.pop()
-    return pieces
-
-
 # -- running -----------------------------------------------------------------------------------------
 
 
@@ -298,13 +278,20 @@ def _run(topic: str, props: dict[str, str], reader_props: dict[str, str], sync: 
         runner.run(_produce(topic, props, reader, sync, keep_partitions))
 
 
+def producer_config_warning(message: str) -> None:
+    """The producer's word about its settings (an unknown name), on stderr as Kafka's tools log it."""
+    from kcli.output import Output
+
+    Output().diag(f"WARN {message}")
+
+
 async def _produce(topic: str, props: dict[str, str], reader: LineReader | None, sync: bool, keep_partitions: bool = True) -> None:
     import sys
 
     from kcli.client.producer import Producer
     from kcli.errors import KafkaError, KcliError
 
-    producer = Producer.from_properties(None, props)
+    producer = Producer.from_properties(None, props, warn=producer_config_warning)
     failure: list[str] = []
     partition_count = 0  # of the topic, as last looked up; a record's own partition is checked against it
 
@@ -394,15 +381,17 @@ async def _lines(interactive: bool):  # type: ignore[no-untyped-def]
     import os
     import sys
 
+    from kcli.output import Output
+
     loop = asyncio.get_running_loop()
+    prompt = Output()
     decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder("utf-8")("replace"), translate=True)
     fd = sys.stdin.fileno()
     number = 0
     pending = ""
     while True:
         if interactive:
-            sys.stdout.write(">")
-            sys.stdout.flush()
+            prompt.prompt(">")
         chunk = await loop.run_in_executor(None, os.read, fd, 1 << 16 if interactive else 1 << 20)
         text = decoder.decode(chunk, final=not chunk)
         if text:

@@ -44,20 +44,19 @@ A group that does not exist (Dead) has no object; its error goes to stderr.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
 
 from kcli.errors import KcliError, UsageError
-from kcli.output import Format
+from kcli.output import Format, Output
 from kcli.tools.int_options import INT64
+from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 if TYPE_CHECKING:
     from kcli.client.group_admin import GroupAdmin, GroupDescription, TopicPartition
     from kcli.client.sync import SyncRunner
-    from kcli.output import Output
 
 USAGE = "This tool helps to list all consumer groups, describe a consumer group, delete consumer group info, or reset consumer group offsets."
 MISSING = "-"
@@ -111,8 +110,8 @@ def register(app: typer.Typer) -> None:
 
 
 def consumer_groups(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: The server(s) to connect to.")] = None,
-    command_config: Annotated[Optional[str], typer.Option("--command-config", help="Property file containing configs to be passed to Admin Client and Consumer.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    command_config: CommandConfigOpt = None,
     list_groups: Annotated[bool, typer.Option("--list", help="List all consumer groups.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="Describe consumer group and list offset lag (number of messages not yet processed) related to given group.")] = False,
     delete: Annotated[bool, typer.Option("--delete", help="Pass in groups to delete topic partition offsets and ownership information over the entire consumer group. For instance --group g1 --group g2")] = False,
@@ -231,7 +230,7 @@ def check_args(o: Options) -> None:
         if o.dry_run and o.execute:
             raise UsageError("Option [reset-offsets] only accepts one of [execute] and [dry-run]")
         if not o.dry_run and not o.execute:
-            print(DRY_RUN_WARNING, file=sys.stderr)
+            Output().diag(DRY_RUN_WARNING)
         if not o.groups and not o.all_groups:
             raise UsageError(f"Option [reset-offsets] takes one of these options: {group_scope}")
         scenarios = o.scenarios()
@@ -312,11 +311,7 @@ def client_settings(o: Options) -> dict[str, Any]:
 
 def log_warn(message: str, logger: str = COMMAND_LOGGER) -> None:
     """A WARN line on stderr in Kafka's tools-log4j layout."""
-    import datetime
-
-    now = datetime.datetime.now()
-    stamp = now.strftime("%Y-%m-%d %H:%M:%S") + f",{now.microsecond // 1000:03d}"
-    print(f"[{stamp}] WARN {message} ({logger})", file=sys.stderr)
+    Output().log4j("WARN", message, logger)
 
 
 # -- running --------------------------------------------------------------------------------------------
@@ -325,7 +320,6 @@ def log_warn(message: str, logger: str = COMMAND_LOGGER) -> None:
 def run(o: Options) -> bool:
     """Perform the action; False when any group or partition failed."""
     from kcli.errors import KafkaError
-    from kcli.output import Output
 
     settings = client_settings(o)
     out = Output(Format.json if o.json else Format.plain)
@@ -367,7 +361,6 @@ class GroupCommand:
         self.admin = admin
         self.runner = runner
         self.out = out
-        self.tty = not options.json and sys.stdout.isatty()
         self.ok = True
 
     def error(self, message: str) -> None:
@@ -737,26 +730,7 @@ class GroupCommand:
     # -- output ------------------------------------------------------------------------------------------
 
     def table(self, headers: list[str], rows: list[list[str]], plain: list[str], *, leading_blank: bool = True) -> None:
-        """Kafka's plain lines (after a blank line), or a rich table on a terminal."""
-        if not self.tty:
-            self.out.lines(([""] if leading_blank else []) + plain)
-            return
-        from rich.console import Console
-        from rich.table import Table
-
-        self.out.flush()
-        view = Table(box=None, header_style="bold", pad_edge=False)
-        widths = [max([len(header)] + [len(row[i]) for row in rows if i < len(row)]) for i, header in enumerate(headers)]
-        for header, width in zip(headers, widths):
-            view.add_column(header, no_wrap=True, min_width=width)
-        for row in rows:
-            view.add_row(*row)
-        console = Console()
-        # A table wider than the terminal scrolls rather than losing its cells to ellipses.
-        console = Console(width=max(console.width, sum(widths) + 2 * len(widths)))
-        if leading_blank:
-            console.print()
-        console.print(view)
+        self.out.table(headers, rows, plain, leading_blank=leading_blank)
 
 
 def pad_all(cells: list[str], widths: list[int], *, last: bool = False) -> str:

@@ -33,20 +33,20 @@ that Kafka prints as NaN or Infinity are null; Kafka's timeout WARNING goes to s
 from __future__ import annotations
 
 import datetime
-import decimal
 import json
 import math
 import random
 import re
-import sys
 import time
 from collections.abc import Mapping
 from typing import Annotated, Any, Optional
 
 import typer
 
-from kcli.output import Format
+from kcli.java_compat import format_fixed
+from kcli.output import Format, Output
 from kcli.tools.int_options import INT32, INT64
+from kcli.tools.options import BootstrapServerOpt, BrokerListOpt
 
 DEFAULT_DATE_FORMAT = "yyyy-MM-dd HH:mm:ss:SSS"
 DEFAULT_FETCH_SIZE = 1024 * 1024
@@ -67,8 +67,8 @@ def register(app: typer.Typer) -> None:
 
 
 def consumer_perf_test(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED unless --broker-list(deprecated) is specified. The server(s) to connect to.")] = None,
-    broker_list: Annotated[Optional[str], typer.Option("--broker-list", help="DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified. The broker list string in the form HOST1:PORT1,HOST2:PORT2.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    broker_list: BrokerListOpt = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="REQUIRED: The topic to consume from.")] = None,
     include: Annotated[Optional[str], typer.Option("--include", help="Regular expression specifying list of topics to include for consumption (instead of --topic).")] = None,
     group: Annotated[Optional[str], typer.Option("--group", help="The group id to consume on. (default: perf-consumer-<random>)")] = None,
@@ -95,7 +95,7 @@ def consumer_perf_test(
     if not re.fullmatch(r"\d+", reporting_interval):
         raise UsageError(f"Value [{reporting_interval}] did not match regex [^\\d+$]")
     if threads is not None or num_fetch_threads is not None:
-        print("WARNING: option [threads] and [num-fetch-threads] have been deprecated and will be ignored by the test", flush=True)
+        Output().now("WARNING: option [threads] and [num-fetch-threads] have been deprecated and will be ignored by the test")
     if topic is None and include is None:
         raise UsageError('Missing required argument "[topic]"')
     if topic is not None and include is not None:
@@ -146,9 +146,9 @@ class PerfOptions:
 
 def print_header(show_detailed_stats: bool) -> None:
     if not show_detailed_stats:
-        print(f"start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec{HEADER_EXTRA}")
+        Output().now(f"start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec{HEADER_EXTRA}")
     else:
-        print(f"time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec{HEADER_EXTRA}")
+        Output().now(f"time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec{HEADER_EXTRA}")
 
 
 def run(options: PerfOptions, props: dict[str, str]) -> None:
@@ -202,24 +202,25 @@ class _Perf:
             _div(total_mb, elapsed_sec), _div(total_messages, elapsed_sec),
             _div(total_mb, fetch_time_ms / 1000.0), _div(total_messages, fetch_time_ms / 1000.0),
         )
+        out = Output()
         if self.options.json:
-            print(_json({
+            out.line(_json({
                 "type": "result", "start_time_ms": start_ms, "end_time_ms": end_ms, "data_consumed_mb": total_mb, "mb_per_sec": rates[0],
                 "messages": total_messages, "messages_per_sec": rates[1], "rebalance_time_ms": self.join_time_ms,
                 "fetch_time_ms": fetch_time_ms, "fetch_mb_per_sec": rates[2], "fetch_messages_per_sec": rates[3],
             }))
             if metrics:
-                print(_json({"type": "metrics", "metrics": metrics}))
+                out.line(_json({"type": "metrics", "metrics": metrics}))
         else:
             if not self.options.show_detailed_stats:
                 fmt = self.options.date_format
-                print(", ".join([
+                out.line(", ".join([
                     fmt.format(start_ms), fmt.format(end_ms), java_f4(total_mb), java_f4(rates[0]), str(total_messages),
                     java_f4(rates[1]), str(self.join_time_ms), str(fetch_time_ms), java_f4(rates[2]), java_f4(rates[3]),
                 ]))
             if metrics:
-                print_metrics(metrics)
-        sys.stdout.flush()
+                print_metrics(metrics, out)
+        out.flush()
 
     def _on_revoke(self, _partitions: Any) -> None:
         self.join_start_ms = _now_ms()
@@ -270,8 +271,13 @@ class _Perf:
                     last_messages_read = messages_read
                     last_bytes_read = bytes_read
         if messages_read < options.messages:
-            print(f"WARNING: Exiting before consuming the expected number of messages: timeout ({options.timeout_ms} ms) exceeded. "
-                  "You can use the --timeout option to increase the timeout.", file=sys.stderr if options.json else sys.stdout)
+            warning = (f"WARNING: Exiting before consuming the expected number of messages: timeout ({options.timeout_ms} ms) exceeded. "
+                       "You can use the --timeout option to increase the timeout.")
+            # Kafka prints it on stdout; with --output json stdout holds JSON objects only.
+            if options.json:
+                Output().diag(warning)
+            else:
+                Output().now(warning)
         return messages_read, bytes_read
 
 
@@ -287,16 +293,16 @@ def print_progress(thread_id: int, bytes_read: int, last_bytes_read: int, messag
     fetch_mb_sec = 0.0 if fetch_time_ms <= 0 else 1000.0 * interval_mb / fetch_time_ms
     fetch_msg_sec = 0.0 if fetch_time_ms <= 0 else 1000.0 * (messages_read - last_messages_read) / fetch_time_ms
     if as_json:
-        print(_json({
+        Output().now(_json({
             "type": "progress", "time_ms": end_ms, "thread_id": thread_id, "data_consumed_mb": total_mb, "mb_per_sec": interval_mb_sec,
             "messages": messages_read, "messages_per_sec": interval_msg_sec, "rebalance_time_ms": join_time_single_round,
             "fetch_time_ms": fetch_time_ms, "fetch_mb_per_sec": fetch_mb_sec, "fetch_messages_per_sec": fetch_msg_sec,
-        }), flush=True)
+        }))
         return
-    print(", ".join([
+    Output().now(", ".join([
         date_format.format(end_ms), str(thread_id), java_f4(total_mb), java_f4(interval_mb_sec), str(messages_read), java_f4(interval_msg_sec),
         str(join_time_single_round), str(fetch_time_ms), java_f4(fetch_mb_sec), java_f4(fetch_msg_sec),
-    ]), flush=True)
+    ]))
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -310,17 +316,17 @@ def _json(value: dict[str, Any]) -> str:
     return json.dumps(finite(value), separators=(",", ":"))
 
 
-def print_metrics(metrics: Mapping[str, Any]) -> None:
+def print_metrics(metrics: Mapping[str, Any], out: Output) -> None:
     """ToolsUtils.printMetrics: names sorted, doubles as %.3f, padded to the longest name."""
     if not metrics:
         return
     width = max(len(name) for name in metrics)
-    print()
-    print(f"{'Metric Name':<{width}}   Value")
+    out.line("")
+    out.line(f"{'Metric Name':<{width}}   Value")
     for name in sorted(metrics):
         value = metrics[name]
-        text = java_format_float(value, 3) if isinstance(value, float) else str(value)
-        print(f"{name:<{width}} : {text}")
+        text = format_fixed(value, 3) if isinstance(value, float) else str(value)
+        out.line(f"{name:<{width}} : {text}")
 
 
 def _div(a: float, b: float) -> float:
@@ -333,17 +339,7 @@ def _div(a: float, b: float) -> float:
 
 
 def java_f4(value: float) -> str:
-    return java_format_float(value, 4)
-
-
-def java_format_float(value: float, digits: int) -> str:
-    """Java's ``%.Nf``: HALF_UP on the shortest decimal form of the double; NaN and Infinity spelled out."""
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    quantum = decimal.Decimal(1).scaleb(-digits)
-    return str(decimal.Decimal(repr(float(value))).quantize(quantum, rounding=decimal.ROUND_HALF_UP))
+    return format_fixed(value, 4)
 
 
 def _now_ms() -> int:
@@ -351,8 +347,7 @@ def _now_ms() -> int:
 
 
 def _config_warning(message: str) -> None:
-    now = datetime.datetime.now()
-    print(f"[{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d}] WARN {message} (org.apache.kafka.clients.consumer.ConsumerConfig)", file=sys.stderr)
+    Output().log4j("WARN", message, "org.apache.kafka.clients.consumer.ConsumerConfig")
 
 
 # -- java.text.SimpleDateFormat --------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from kcli.tools.int_options import INT32
+from kcli.tools.options import BootstrapServerOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +27,7 @@ def register(app: typer.Typer) -> None:
 
 def export(
     output_dir: Annotated[Optional[str], typer.Option("--output-dir", help="REQUIRED: the directory to write the files to.")] = None,
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="The broker(s) to read from, HOST1:PORT1,HOST2:PORT2.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
     log_dir: Annotated[Optional[list[str]], typer.Option("--log-dir", help="A Kafka log dir to read offline instead of a broker (repeatable).")] = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="The topic(s) to export (repeatable or comma-separated).")] = None,
     topic_pattern: Annotated[Optional[str], typer.Option("--topic-pattern", help="A regular expression selecting the topics instead of --topic.")] = None,

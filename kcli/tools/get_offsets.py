@@ -29,7 +29,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.java_compat import parse_int
 from kcli.output import Format
+from kcli.tools.options import BootstrapServerOpt, BrokerListOpt, CommandConfigOpt
 
 TOPIC_PARTITION_PATTERN = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
 INT_MAX = 2**31 - 1
@@ -41,13 +43,13 @@ def register(app: typer.Typer) -> None:
 
 
 def get_offsets(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: the server(s) to connect to, HOST1:PORT1,HOST2:PORT2.")] = None,
-    broker_list: Annotated[Optional[str], typer.Option("--broker-list", help="Deprecated spelling of --bootstrap-server; ignored when that is given.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    broker_list: BrokerListOpt = None,
     topic_partitions: Annotated[Optional[str], typer.Option("--topic-partitions", help="Comma-separated topic-partition patterns: topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3 (topic regex, then a partition, range, lower or upper bound).")] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic (a regex) to get offsets for; every topic without it. Not with --topic-partitions.")] = None,
     partitions: Annotated[Optional[str], typer.Option("--partitions", help="Comma-separated partition ids; every partition without it. Not with --topic-partitions.")] = None,
     time: Annotated[str, typer.Option("--time", help="<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / -5 or latest-tiered.")] = "latest",
-    command_config: Annotated[Optional[str], typer.Option("--command-config", help="A properties file of admin client settings.")] = None,
+    command_config: CommandConfigOpt = None,
     exclude_internal_topics: Annotated[bool, typer.Option("--exclude-internal-topics", help="Leave out internal topics (included by default).")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's topic:partition:offset lines; json: one JSON object per partition.")] = Format.plain,
 ) -> None:
@@ -159,16 +161,9 @@ def _partition_set(text: str | None) -> frozenset[int]:
     if not text:
         return frozenset()
     try:
-        return frozenset(_parse_int(p) for p in text.split(","))
+        return frozenset(parse_int(p) for p in text.split(","))
     except ValueError:
         raise UsageError(f"--partitions expects a comma separated list of numeric partition ids, but received: {text}") from None
-
-
-def _parse_int(text: str) -> int:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit() or not -(2**31) <= int(text) < 2**31:
-        raise ValueError(text)
-    return int(text)
 
 
 class _TopicAndPartitions:
@@ -210,9 +205,9 @@ class _PatternList:
             regex = topic if topic is not None else ".*"
             try:
                 if single is not None:
-                    rule = _TopicAndPartitions(regex, None, _parse_int(single), _parse_int(single) + 1)
+                    rule = _TopicAndPartitions(regex, None, parse_int(single), parse_int(single) + 1)
                 else:
-                    rule = _TopicAndPartitions(regex, None, _parse_int(low) if low else 0, _parse_int(high) if high else INT_MAX)
+                    rule = _TopicAndPartitions(regex, None, parse_int(low) if low else 0, parse_int(high) if high else INT_MAX)
             except ValueError:
                 raise UsageError(f"Invalid rule specification: {spec}") from None
             self.rules.append(rule)

@@ -15,6 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.tools.options import BootstrapServerOpt
+
 
 def register(app: typer.Typer) -> None:
     app.command("import", help="Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark.", no_args_is_help=True)(import_files)
@@ -22,7 +24,7 @@ def register(app: typer.Typer) -> None:
 
 def import_files(
     input_path: Annotated[Optional[str], typer.Option("--input", help="REQUIRED: the directory (or file) kcli export wrote.")] = None,
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: the broker(s) to write to, HOST1:PORT1,HOST2:PORT2.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic to write to (default: each record's own topic column).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="parquet, json (JSON lines) or csv.")] = "parquet",
     keep_partitions: Annotated[bool, typer.Option("--keep-partitions/--no-keep-partitions", help="Write each record to the partition it came from.")] = True,

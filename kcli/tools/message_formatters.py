@@ -29,15 +29,14 @@ text: String, Integer, Long, Short, Float, Double, Boolean, UUID, Bytes and Void
 from __future__ import annotations
 
 import codecs
-import datetime
-import math
 import struct
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from kcli.config import java_double_string
 from kcli.errors import KcliError, UsageError
+from kcli.java_compat import double_to_string, float_to_string, scala_hash_map_order
+from kcli.output import log4j_line
 
 if TYPE_CHECKING:
     from kcli.client.fetcher import ConsumerRecord
@@ -75,12 +74,6 @@ class FormatterError(KcliError):
 
 class MessageFormatter(Protocol):
     def write_to(self, record: ConsumerRecord, out: bytearray) -> None: ...
-
-
-def log4j_line(level: str, message: str, category: str) -> str:
-    """A line as Kafka's tools-log4j.properties lays it out: ``[%d] %p %m (%c)``."""
-    now = datetime.datetime.now()
-    return f"[{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d}] {level} {message} ({category})"
 
 
 def formatter_for(class_name: str, props: Mapping[str, str], *, warn: Callable[[str], None],
@@ -251,12 +244,12 @@ def _short(data: bytes) -> str:
 
 def _double(data: bytes) -> str:
     _fixed_size(data, 8, "Deserializer")
-    return java_double_string(struct.unpack(">d", data)[0])
+    return double_to_string(struct.unpack(">d", data)[0])
 
 
 def _float(data: bytes) -> str:
     _fixed_size(data, 4, "Deserializer")
-    return java_float_string(struct.unpack(">f", data)[0])
+    return float_to_string(struct.unpack(">f", data)[0])
 
 
 def _boolean(data: bytes) -> str:
@@ -329,21 +322,6 @@ def deserializer_for(props: Mapping[str, str], name: str, *, is_key: bool) -> De
     raise UsageError(
         f"{name} {class_name} is not supported; kcli has {', '.join(DESERIALIZER_NAMES)}"
     )
-
-
-def java_float_string(value: float) -> str:
-    """Java's ``Float.toString``: the shortest digits that read back as the same float."""
-    if math.isnan(value) or math.isinf(value) or value == 0:
-        return java_double_string(value)
-    packed = struct.pack(">f", value)
-    for digits in range(2, 10):  # Java writes at least two significant digits when one would do: 1.4E-45
-        text = f"{value:.{digits}g}"
-        try:
-            if struct.pack(">f", float(text)) == packed:
-                return java_double_string(float(text))
-        except OverflowError:  # rounded past the largest float
-            continue
-    return java_double_string(value)
 
 
 # -- the coordinator formatters (Kafka 3.8+): JSON of the key and value messages ------------------
@@ -558,29 +536,4 @@ def _transaction_metadata_text(transactional_id: str, data: bytes) -> str:
     )
 
 
-def _java_string_hash(text: str) -> int:
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
 
-
-def _signed32(n: int) -> int:
-    return n - 0x100000000 if n >= 0x80000000 else n
-
-
-def scala_hash_map_order(keys: Iterable[str]) -> list[str]:
-    """The order a Scala 2.13 ``mutable.HashMap`` with these String keys (put in this order into
-    an empty map) iterates in: buckets by index, each bucket sorted by the improved hash, ties in
-    insertion order. The table starts at 16 and doubles before a put once size + 1 reaches 3/4."""
-    length, hashes = 16, {}
-    for key in keys:
-        if key in hashes:
-            continue
-        if len(hashes) + 1 >= int(length * 0.75):
-            length *= 2
-        h = _java_string_hash(key)
-        hashes[key] = (_signed32(h ^ (h >> 16)), len(hashes))
-    mask = length - 1
-    return sorted(hashes, key=lambda k: (hashes[k][0] & mask, hashes[k][0], hashes[k][1]))

@@ -35,6 +35,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.java_compat import format_fixed
+from kcli.output import Output
 from kcli.tools.int_options import INT32, INT64
 
 ABOUT = "This tool is used to verify the producer performance."
@@ -111,18 +113,18 @@ def read_payloads(path: str, delimiter: str) -> list[bytes]:
     from kcli.errors import KcliError
 
     absolute = os.path.abspath(path)
-    print(f"Reading payloads from: {absolute}", flush=True)
+    Output().now(f"Reading payloads from: {absolute}")
     if not os.path.isfile(absolute) or os.path.getsize(absolute) == 0:
         raise KcliError("File does not exist or empty file provided.")
     with open(absolute, "rb") as file:
         text = file.read().decode("utf-8", "replace")
-    from kcli.tools.console_producer import java_split
+    from kcli.java_compat import split
 
     try:
-        pieces = java_split(re.compile(delimiter), text)
+        pieces = split(text, re.compile(delimiter))
     except re.error as exc:
         raise KcliError(f"--payload-delimiter is not a valid regular expression: {exc}") from None
-    print(f"Number of messages read: {len(pieces)}", flush=True)
+    Output().now(f"Number of messages read: {len(pieces)}")
     return [piece.encode("utf-8") for piece in pieces]
 
 
@@ -136,15 +138,6 @@ def random_payloads(size: int, count: int) -> list[bytes]:
 
 
 # -- measuring ---------------------------------------------------------------------------------------
-
-
-def java_float(value: float, decimals: int) -> str:
-    """``%.Nf`` as Java's Formatter prints it (NaN and Infinity spelled Java's way)."""
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    return f"{value:.{decimals}f}"
 
 
 class Stats:
@@ -191,8 +184,8 @@ class Stats:
         mb_per_sec = 1000.0 * self.window_bytes / elapsed / (1024.0 * 1024.0) if elapsed else _ratio(self.window_bytes)
         average = self.window_total_latency / self.window_count if self.window_count else float("nan")
         self._write(
-            f"{self.window_count} records sent, {java_float(records_per_sec, 1)} records/sec ({java_float(mb_per_sec, 2)} MB/sec), "
-            f"{java_float(average, 1)} ms avg latency, {java_float(float(self.window_max_latency), 1)} ms max latency."
+            f"{self.window_count} records sent, {format_fixed(records_per_sec, 1)} records/sec ({format_fixed(mb_per_sec, 2)} MB/sec), "
+            f"{format_fixed(average, 1)} ms avg latency, {format_fixed(float(self.window_max_latency), 1)} ms max latency."
         )
 
     def new_window(self, now_ms: int) -> None:
@@ -209,8 +202,8 @@ class Stats:
         average = self.total_latency / self.count if self.count else float("nan")
         p50, p95, p99, p999 = percentiles(self.latencies, 0.5, 0.95, 0.99, 0.999)
         return (
-            f"{self.count} records sent, {java_float(records_per_sec, 6)} records/sec ({java_float(mb_per_sec, 2)} MB/sec), "
-            f"{java_float(average, 2)} ms avg latency, {java_float(float(self.max_latency), 2)} ms max latency, "
+            f"{self.count} records sent, {format_fixed(records_per_sec, 6)} records/sec ({format_fixed(mb_per_sec, 2)} MB/sec), "
+            f"{format_fixed(average, 2)} ms avg latency, {format_fixed(float(self.max_latency), 2)} ms max latency, "
             f"{p50} ms 50th, {p95} ms 95th, {p99} ms 99th, {p999} ms 99.9th."
         )
 
@@ -276,17 +269,16 @@ async def _perf(
     monotonic: bool, throughput: float, props: dict[str, str], print_metrics: bool,
 ) -> None:
     import random
-    import sys
     import time
 
     from kcli.client.producer import Producer
     from kcli.errors import KafkaError, KcliError
+    from kcli.tools.console_producer import producer_config_warning
 
     def write(line: str) -> None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        Output().now(line)
 
-    producer = Producer.from_properties(None, props)
+    producer = Producer.from_properties(None, props, warn=producer_config_warning)
     max_request_size = producer.config.max_request_size
     if record_size is not None and record_size > max_request_size:
         # Checked before the payloads are made: a 2 GiB --record-size would otherwise be allocated
@@ -353,4 +345,4 @@ def print_metric_table(producer, write) -> None:  # type: ignore[no-untyped-def]
     write("")
     write(f"{'Metric Name':<{width}}   Value")
     for name, value in rows:
-        write(f"{name:<{width}} : {java_float(value, 3)}")
+        write(f"{name:<{width}} : {format_fixed(value, 3)}")

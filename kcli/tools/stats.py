@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from kcli.output import Format
+from kcli.tools.options import BootstrapServerOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -22,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
 
 def stats(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="The broker(s) to read from, HOST1:PORT1,HOST2:PORT2.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
     log_dir: Annotated[Optional[list[str]], typer.Option("--log-dir", help="A Kafka log dir to read offline instead of a broker (repeatable).")] = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="The topic(s) (repeatable or comma-separated).")] = None,
     topic_pattern: Annotated[Optional[str], typer.Option("--topic-pattern", help="A regular expression selecting the topics instead of --topic.")] = None,

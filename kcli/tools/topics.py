@@ -38,8 +38,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from kcli.java_compat import parse_int, split
 from kcli.output import Format
 from kcli.tools.int_options import INT32
+from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPORT_FILTERS = ("under-replicated-partitions", "under-min-isr-partitions", "at-min-isr-partitions", "unavailable-partitions")
@@ -62,8 +64,8 @@ def register(app: typer.Typer) -> None:
 
 
 def topics(
-    bootstrap_server: Annotated[Optional[str], typer.Option("--bootstrap-server", help="REQUIRED: the Kafka server(s) to connect to, host:port[,host:port].")] = None,
-    command_config: Annotated[Optional[str], typer.Option("--command-config", help="A properties file of admin client settings.")] = None,
+    bootstrap_server: BootstrapServerOpt = None,
+    command_config: CommandConfigOpt = None,
     zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="ZooKeeper mode (Kafka 2.x): not available yet.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List all available topics.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="List details for the given topics.")] = False,
@@ -247,7 +249,8 @@ class _TopicCommand:
 
     def _matching(self, infos) -> list[str]:
         """Kafka's getTopics: the sorted names the --topic regex allows (all without one)."""
-        from kcli.tools._admin_common import TopicFilter, is_internal
+        from kcli.common import is_internal
+        from kcli.tools._admin_common import TopicFilter
 
         names = sorted(infos)
         if self.topic is not None:
@@ -341,14 +344,14 @@ class _TopicCommand:
         self._guard(self._list)
 
     def _list(self) -> None:
-        from kcli.tools._admin_common import kafka_uuid
+        from kcli.common import uuid_to_string
 
         infos = self._topic_infos()
         names = self._matching(infos)
         if self.out.json:
             for name in names:
                 info = infos[name]
-                self.out.obj({"topic": name, "topic_id": _topic_id(info.topic_id, kafka_uuid), "internal": info.internal, "partitions": len(info.partitions)})
+                self.out.obj({"topic": name, "topic_id": _topic_id(info.topic_id, uuid_to_string), "internal": info.internal, "partitions": len(info.partitions)})
         else:
             self.out.line("\n".join(names))
 
@@ -360,10 +363,15 @@ class _TopicCommand:
     def _describe(self, reports: dict[str, bool], overrides_only: bool) -> None:
         from kcli.client.admin import TOPIC, ConfigResource
         from kcli.errors import ErrorCode
-        from kcli.tools._admin_common import java_hash_order, parse_kafka_uuid
+        from kcli.common import uuid_from_string
+        from kcli.errors import KcliError
+        from kcli.java_compat import hash_map_order
 
         infos = self._topic_infos()
-        wanted_id = parse_kafka_uuid(self.topic_id) if self.topic_id is not None else None
+        try:
+            wanted_id = uuid_from_string(self.topic_id) if self.topic_id is not None else None
+        except ValueError as exc:
+            raise KcliError(str(exc)) from None
         if wanted_id is not None and wanted_id.int != 0:
             found = [info for info in infos.values() if info.topic_id == wanted_id]
             if not found and not self.if_exists:
@@ -374,7 +382,7 @@ class _TopicCommand:
             self._ensure_found(names)
             described = self._run(self.admin.describe_topics(names)) if names else {}
             descriptions = []
-            for name in java_hash_order(names, len(names)):
+            for name in hash_map_order(names, initial_capacity=len(names)):
                 info = described[name]
                 if isinstance(info, Exception):
                     raise info
@@ -410,13 +418,14 @@ class _Describer:
         self.describe_partitions = not overrides_only
 
     def topic(self, info, config) -> None:
-        from kcli.tools._admin_common import java_hash_order, kafka_uuid
+        from kcli.java_compat import hash_map_order
+        from kcli.common import uuid_to_string
 
         non_default = {}
         if config is not None:
             entries = {e.name: e for e in config.entries if not e.is_default}
             # Kafka's Config keeps its entries in a HashMap filled in the broker's order.
-            non_default = {name: entries[name].value for name in java_hash_order(e.name for e in config.entries if not e.is_default)}
+            non_default = {name: entries[name].value for name in hash_map_order(e.name for e in config.entries if not e.is_default)}
         min_isr = _min_isr(config)
         partitions = [info.partitions[p] for p in sorted(info.partitions)]
         shown = [p for p in partitions if self._shows_partition(p, min_isr)] if self.describe_partitions else []
@@ -427,7 +436,7 @@ class _Describer:
             self.out.obj(
                 {
                     "topic": info.name,
-                    "topic_id": _topic_id(info.topic_id, kafka_uuid),
+                    "topic_id": _topic_id(info.topic_id, uuid_to_string),
                     "internal": info.internal,
                     "partition_count": len(partitions),
                     "replication_factor": len(partitions[0].replicas) if partitions else 0,
@@ -442,7 +451,7 @@ class _Describer:
         if show_summary:
             line = f"Topic: {info.name}"
             if info.topic_id is not None and info.topic_id.int != 0:
-                line += f"\tTopicId: {kafka_uuid(info.topic_id)}"
+                line += f"\tTopicId: {uuid_to_string(info.topic_id)}"
             line += f"\tPartitionCount: {len(partitions)}\tReplicationFactor: {len(partitions[0].replicas)}"
             line += "\tConfigs: " + ",".join(f"{k}={_text(v)}" for k, v in non_default.items())
             self.out.line(line)
@@ -483,12 +492,12 @@ def _topic_id(value, render) -> str | None:
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:
     """Kafka's parseReplicaAssignment: ``b1:b2,b3:b4`` -> {0: [b1, b2], 1: [b3, b4]}."""
     result: dict[int, list[int]] = {}
-    for index, item in enumerate(_java_split(text, ",")):
+    for index, item in enumerate(split(text, ",")):
         brokers = []
-        for part in _java_split(item, ":"):
+        for part in split(item, ":"):
             part = part.strip()
             try:
-                brokers.append(_java_int(part))
+                brokers.append(parse_int(part))
             except ValueError:
                 raise _ActionFailed([f'For input string: "{part}"']) from None
         seen: set[int] = set()
@@ -508,33 +517,9 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
 def parse_topic_configs(items: list[str]) -> dict[str, str]:
     """``--config`` values as Kafka splits them: on ``\\s*=\\s*``, exactly two parts."""
     props: dict[str, str] = {}
-    pairs = [_java_split(item, r"\s*=\s*", pattern=True) for item in items]
+    pairs = [split(item, r"\s*=\s*") for item in items]
     if not all(len(pair) == 2 for pair in pairs):
         raise _ActionFailed(['requirement failed: Invalid topic config: all configs to be added must be in the format "key=val".'])
     for key, value in pairs:
         props[key.strip()] = value.strip()
     return props
-
-
-def _java_split(text: str, separator: str, *, pattern: bool = False) -> list[str]:
-    """Java's ``String.split`` (``separator`` a regex when ``pattern``): trailing empty strings
-    dropped; an input without any separator is one element (even when empty)."""
-    import re
-
-    parts = re.split(separator, text) if pattern else text.split(separator)
-    if len(parts) == 1:
-        return parts
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
-def _java_int(text: str) -> int:
-    """Java's Integer.parseInt: an optional sign and ASCII digits, within 32 bits."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        raise ValueError(text)
-    value = int(text)
-    if not -(2**31) <= value < 2**31:
-        raise ValueError(text)
-    return value

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kcli.common import uuid_to_string
 from kcli.storage.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     META_PROPERTIES,
@@ -19,7 +20,6 @@ from kcli.storage.checkpoints import (
     read_meta_properties,
     read_offset_checkpoint,
     read_partition_metadata,
-    topic_id_to_str,
 )
 from kcli.storage.producer_state import encode_producer_snapshot, offset_from_snapshot_name, read_producer_snapshot
 
@@ -72,7 +72,7 @@ def test_leader_epoch_checkpoint_with_two_epochs():
 @pytest.mark.parametrize("path", files(PARTITION_METADATA), ids=ids)
 def test_partition_metadata_reencodes_identically(path):
     topic_id = read_partition_metadata(path)
-    assert f"version: 0\ntopic_id: {topic_id_to_str(topic_id)}".encode() == path.read_bytes()
+    assert f"version: 0\ntopic_id: {uuid_to_string(topic_id)}".encode() == path.read_bytes()
 
 
 def test_partitions_of_one_topic_share_its_id():

@@ -22,7 +22,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker_process import BrokerProcess
 from kcli.client.partitioner import partition_for_key
-from kcli.tools.console_producer import java_split
 from kcli.tools.record_json import record_to_json
 
 pytestmark = pytest.mark.timeout(120)
@@ -240,16 +239,6 @@ def test_reader_config_file_and_property_precedence(broker, kcli, unique_topic, 
     result = produce(kcli, broker.bootstrap, topic2, "a|b#c\n", "--reader-config", str(config), "--property", "key.separator=#")
     assert result.returncode == 0, result
     assert fields(consume(broker.bootstrap, topic2, 1)) == [(b"a|b", b"c", [])]
-
-
-def test_java_split_semantics():
-    assert java_split(re.compile(","), "a,b,,c,,") == ["a", "b", "", "c"]
-    assert java_split(re.compile(","), ",a") == ["", "a"]
-    assert java_split(re.compile(","), "") == [""]
-    assert java_split(re.compile(","), ",") == []
-    assert java_split(re.compile(","), "abc") == ["abc"]
-    assert java_split(re.compile(""), "abc") == ["a", "b", "c"]
-    assert java_split(re.compile(";+"), "a;;b") == ["a", "b"]
 
 
 # -- sending -------------------------------------------------------------------------------------------

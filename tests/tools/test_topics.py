@@ -13,7 +13,9 @@ import pytest
 from confluent_kafka import Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
-from kcli.tools._admin_common import TopicFilter, java_hash_order, java_string_hash, kafka_uuid, parse_kafka_uuid
+from kcli.java_compat import hash_map_order
+from kcli.common import uuid_to_string
+from kcli.tools._admin_common import TopicFilter
 from kcli.tools.topics import parse_replica_assignment, parse_topic_configs
 
 pytestmark = pytest.mark.timeout(120)
@@ -189,7 +191,7 @@ def test_describe_prints_kafkas_summary_and_partition_lines(kcli, broker, admin)
     expected = non_default_configs(admin, topic)
     pairs = configs.split(",")
     assert dict(p.split("=", 1) for p in pairs) == expected
-    assert [p.split("=", 1)[0] for p in pairs] == java_hash_order(pairs_in_broker_order(admin, topic))
+    assert [p.split("=", 1)[0] for p in pairs] == hash_map_order(pairs_in_broker_order(admin, topic))
     assert partitions == [
         f"\tTopic: {topic}\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: N/A\tLastKnownElr: N/A" for p in (0, 1)
     ]
@@ -218,7 +220,7 @@ def test_describe_orders_topics_as_kafkas_admin_client_returns_them(kcli, broker
     result = kcli("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic", f"{prefix}-.*")
     described = [line.split("\t")[0].removeprefix("Topic: ") for line in result.lines if line.startswith("Topic: ")]
     assert sorted(described) == topics
-    assert described == java_hash_order(sorted(topics), len(topics))
+    assert described == hash_map_order(sorted(topics), initial_capacity=len(topics))
 
 
 def test_describe_by_topic_id(kcli, broker, admin):
@@ -228,7 +230,7 @@ def test_describe_by_topic_id(kcli, broker, admin):
     result = kcli("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic-id", topic_id)
     assert result.returncode == 0, result
     assert result.lines[0].startswith(f"Topic: {topic}\tTopicId: {topic_id}\t")
-    missing = kafka_uuid(uuid.uuid4())
+    missing = uuid_to_string(uuid.uuid4())
     absent = kcli("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic-id", missing)
     assert absent.returncode == 1
     assert absent.lines == [f"Error while executing topic command : TopicId '{missing}' does not exist as expected"]
@@ -261,7 +263,7 @@ def test_topics_with_overrides_prints_only_summaries_of_overridden_topics(kcli, 
     result = kcli("topics", "--bootstrap-server", broker.bootstrap, "--describe", "--topic", f"{plain}|{overridden}", "--topics-with-overrides")
     assert result.returncode == 0
     expected = [t for t in (plain, overridden) if non_default_configs(admin, t)]
-    assert [line.split("\t")[0] for line in result.lines] == [f"Topic: {t}" for t in java_hash_order(sorted([plain, overridden]), 2) if t in expected]
+    assert [line.split("\t")[0] for line in result.lines] == [f"Topic: {t}" for t in hash_map_order(sorted([plain, overridden]), initial_capacity=2) if t in expected]
     assert all(not line.startswith("\t") for line in result.lines)
 
 
@@ -418,29 +420,6 @@ def test_list_and_describe_against_the_mock_cluster(kcli, mock_cluster):
 
 
 # -- helpers, without a broker -----------------------------------------------------------------------
-
-
-def test_java_string_hash_matches_javas():
-    # Values of Java's String.hashCode: "" is 0, "hello" 99162322, and "Aa"/"BB" collide.
-    assert java_string_hash("") == 0
-    assert java_string_hash("hello") == 99162322
-    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
-    assert java_string_hash("polygenelubricants") == -(2**31)
-
-
-def test_java_hash_order_follows_buckets_then_insertion():
-    # "a" (97) and "q" (113) share bucket 1 of 16, "b" (98) is in bucket 2.
-    assert java_hash_order(["q", "b", "a"]) == ["q", "a", "b"]
-    assert java_hash_order(["a", "q", "b"]) == ["a", "q", "b"]
-    # new HashMap<>(2) holding 2 keys grows to 4 buckets: 97 & 3 = 1, 98 & 3 = 2, 100 & 3 = 0.
-    assert java_hash_order(["a", "b", "d"], 3) == ["d", "a", "b"]
-
-
-def test_kafka_uuid_round_trip():
-    value = uuid.UUID("12345678-1234-5678-1234-567812345678")
-    text = kafka_uuid(value)
-    assert text == base64.urlsafe_b64encode(value.bytes).decode().rstrip("=") and len(text) == 22
-    assert parse_kafka_uuid(text) == value
 
 
 def test_topic_filter_is_a_whole_name_regex():

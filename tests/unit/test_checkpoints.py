@@ -19,8 +19,6 @@ from kcli.storage.checkpoints import (
     read_offset_checkpoint,
     read_partition_metadata,
     remove_clean_shutdown_marker,
-    topic_id_from_str,
-    topic_id_to_str,
     write_atomically,
     write_clean_shutdown_marker,
     write_leader_epoch_checkpoint,
@@ -174,29 +172,9 @@ def test_corrupt_leader_epoch_checkpoint(tmp_path, content, message):
 
 # -- partition.metadata ---------------------------------------------------------------------------
 
-# Kafka's Uuid string is URL-safe base64 of the 16 big-endian bytes, without padding.
+# Kafka's Uuid string is URL-safe base64 of the 16 big-endian bytes, without padding (test_common).
 TOPIC_ID = uuid.UUID("14f08ca5-fce1-4ea6-ad36-080b8179e54a")
 TOPIC_ID_TEXT = "FPCMpfzhTqatNggLgXnlSg"
-
-
-def test_topic_id_string_golden():
-    assert topic_id_to_str(TOPIC_ID) == TOPIC_ID_TEXT
-    assert topic_id_from_str(TOPIC_ID_TEXT) == TOPIC_ID
-    assert topic_id_from_str(TOPIC_ID_TEXT + "==") == TOPIC_ID
-
-
-@given(st.builds(lambda n: uuid.UUID(int=n), st.integers(0, 2**128 - 1)))
-def test_topic_id_string_round_trip(topic_id):
-    text = topic_id_to_str(topic_id)
-    assert len(text) == 22
-    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", text)
-    assert topic_id_from_str(text) == topic_id
-
-
-@pytest.mark.parametrize("text", ["", "FPCMpfzhTqatNggLgXnlS", "FPCMpfzhTqatNggLgXnlSg=", "FPCMpfzhTqatNggLgXnl+g", "FPCMpfzhTqatNggLgXnlSgAA"])
-def test_bad_topic_id_string(text):
-    with pytest.raises(ValueError):
-        topic_id_from_str(text)
 
 
 def test_partition_metadata_golden(tmp_path):

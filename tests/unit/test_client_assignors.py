@@ -22,9 +22,6 @@ from kcli.client.assignors import (
     decode_subscription,
     encode_assignment,
     encode_subscription,
-    java_hashmap_order,
-    java_string_hash,
-    java_topic_partition_hash,
 )
 from kcli.client.fetcher import TopicPartition
 
@@ -47,31 +44,6 @@ def sub_v2(topics: list[str], owned: list[TopicPartition], generation: int) -> S
 
 def sets(assignment: dict[str, list[TopicPartition]]) -> dict[str, set[TopicPartition]]:
     return {m: set(v) for m, v in assignment.items()}
-
-
-# -- Java hash orders ------------------------------------------------------------------------------
-
-
-def test_java_string_hash_matches_java():
-    assert java_string_hash("hello") == 99162322
-    assert java_string_hash("") == 0
-    assert java_string_hash("polygenelubricants") == -(2**31)  # a known overflow to Integer.MIN_VALUE
-
-
-def test_topic_partition_hash_follows_its_formula():
-    # TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode(), in int arithmetic.
-    assert java_topic_partition_hash(tp("hello", 0)) == 31 * 31 + 99162322
-    assert java_topic_partition_hash(tp("", 5)) == 31 * 36
-
-
-def test_hashmap_order_is_bucket_order_then_insertion_order():
-    # One-character keys hash to their code point: bucket = code point mod 16.
-    assert java_hashmap_order(["c", "b", "a"]) == ["a", "b", "c"]
-    # 'a' (97) and 'q' (113) share bucket 1 and keep their insertion order.
-    assert java_hashmap_order(["q", "a"]) == ["q", "a"]
-    assert java_hashmap_order(["a", "q"]) == ["a", "q"]
-    # "Aa" and "BB" have the same hash (2112).
-    assert java_hashmap_order(["BB", "Aa"]) == ["BB", "Aa"]
 
 
 # -- the consumer protocol -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from kcli.broker.metadata.cluster import (
 from kcli.broker.metadata.embedded import EmbeddedStore
 from kcli.broker.metadata.store import CreateOp, NodeExistsError
 from kcli.errors import ErrorCode, KafkaError
-from kcli.storage.checkpoints import topic_id_to_str
+from kcli.common import uuid_to_string
 
 BROKERS = [0, 1, 2]
 
@@ -123,7 +123,7 @@ def test_random_uuid_is_never_reserved_or_dash_led():
     for _ in range(200):
         value = random_uuid()
         assert value not in (uuid.UUID(int=0), uuid.UUID(int=1))
-        assert not topic_id_to_str(value).startswith("-")
+        assert not uuid_to_string(value).startswith("-")
 
 
 # -- cluster id, brokers, controller --------------------------------------------------------------

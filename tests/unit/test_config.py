@@ -13,7 +13,6 @@ from kcli.config import (
     Password,
     at_least,
     between,
-    java_double_string,
     list_of,
     one_of,
     parse_override,
@@ -184,12 +183,6 @@ def test_rendering_back_to_kafkas_strings():
     assert render_value(True) == "true"
     assert render_value(Password("pw")) == "pw"
     assert render_value(2**63 - 1) == "9223372036854775807"
-    assert java_double_string(0.5) == "0.5"
-    assert java_double_string(100.0) == "100.0"
-    assert java_double_string(1e-4) == "1.0E-4"
-    assert java_double_string(12345678.9) == "1.23456789E7"
-    assert java_double_string(1.7976931348623157e308) == "1.7976931348623157E308"
-    assert java_double_string(-0.0) == "-0.0"
 
 
 def test_key_defaults_given_as_strings_are_parsed_to_the_type():

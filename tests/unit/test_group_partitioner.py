@@ -1,31 +1,12 @@
-"""A group's ``__consumer_offsets`` partition: Java's String.hashCode, Kafka's Utils.abs, mod N."""
+"""A group's ``__consumer_offsets`` partition: Java's String.hashCode, Kafka's Utils.abs, mod N
+(the two helpers are checked in test_java_compat)."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from kcli.broker.groups.partitioner import java_string_hash, kafka_abs, partition_for
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("", 0),
-        ("a", 97),
-        ("abc", 96354),
-        ("Aa", 2112),
-        ("BB", 2112),
-        ("hello", 99162322),
-        ("hello world", 1794106052),
-        ("é", 233),
-        ("\U0001F600", 0xD83D * 31 + 0xDE00),  # one code point, two UTF-16 code units
-        ("polygenelubricants", -(2**31)),  # the well-known string whose hashCode is Integer.MIN_VALUE
-    ],
-)
-def test_java_string_hash_known_values(text, expected):
-    assert java_string_hash(text) == expected
+from kcli.broker.groups.partitioner import partition_for
+from kcli.java_compat import string_hash
 
 
 def _polynomial_hash(text: str) -> int:
@@ -36,20 +17,9 @@ def _polynomial_hash(text: str) -> int:
     return total - 2**32 if total >= 2**31 else total
 
 
-@given(st.text(max_size=40))
-def test_java_string_hash_is_the_polynomial_over_utf16_units(text):
-    assert java_string_hash(text) == _polynomial_hash(text)
-
-
-def test_kafka_abs_maps_min_value_to_zero():
-    assert kafka_abs(-(2**31)) == 0
-    assert kafka_abs(-5) == 5
-    assert kafka_abs(7) == 7
-
-
 def test_partition_for_uses_the_absolute_hash():
     assert partition_for("polygenelubricants", 50) == 0
-    assert java_string_hash("hello world") % 50 == partition_for("hello world", 50) == 1794106052 % 50
+    assert string_hash("hello world") % 50 == partition_for("hello world", 50) == 1794106052 % 50
     negative = next(f"group-{i}" for i in range(1000) if _polynomial_hash(f"group-{i}") < 0)
     assert partition_for(negative, 50) == -_polynomial_hash(negative) % 50 == abs(_polynomial_hash(negative)) % 50
 

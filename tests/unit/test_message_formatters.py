@@ -27,7 +27,6 @@ from kcli.tools.message_formatters import (
     OffsetsMessageFormatter,
     TransactionLogMessageFormatter,
     formatter_for,
-    java_float_string,
 )
 
 
@@ -137,11 +136,6 @@ def test_other_deserializers():
         text("BooleanDeserializer", b"\xff")
     with pytest.raises(FormatterError, match="Data should be null for a VoidDeserializer."):
         text("VoidDeserializer", b"x")
-
-
-def test_java_float_string():
-    assert [java_float_string(x) for x in (1.0, 1e10, 3.4028234663852886e38, 1.401298464324817e-45, -2.5)] == [
-        "1.0", "1.0E10", "3.4028235E38", "1.4E-45", "-2.5"]
 
 
 def test_unsupported_deserializer_is_a_usage_error():

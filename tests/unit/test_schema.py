@@ -28,7 +28,6 @@ from kcli.protocol.schema import (
     decode,
     encode,
     kafka_json_dumps,
-    kafka_uuid_string,
     to_json,
 )
 
@@ -193,11 +192,6 @@ def test_to_json_follows_kafka_json_converter():
     node0 = to_json(KITCHEN_SINK, 0, V0_VALUE)
     assert node0["blob"] == "AA==" and node0["legacy"] == -1 and "big" not in node0
     assert "note" not in to_json(KITCHEN_SINK, 3, dict(V3_VALUE, Entries=[{"Key": "k", "Value": 1}]))["entries"][0]
-
-
-def test_kafka_uuid_string_is_url_safe_base64_without_padding():
-    assert kafka_uuid_string(uuid.UUID(int=0)) == "AAAAAAAAAAAAAAAAAAAAAA"
-    assert kafka_uuid_string(bytes([0xFB] * 16)) == "-_v7-_v7-_v7-_v7-_v7-w"
 
 
 # -- versions -------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcli.broker.metadata import zk_paths as zk
-from kcli.storage.checkpoints import topic_id_from_str
+from kcli.common import uuid_from_string
 
 # Znode contents as a Kafka 3.x broker in ZooKeeper mode writes them (compact JSON, observed key
 # order), and as ZkData.scala documents the older versions.
@@ -152,7 +152,7 @@ def test_broker_registration_garbage_names_the_broker():
 
 def test_topic_assignment_matches_kafka_bytes():
     assignment = zk.TopicAssignment(
-        partitions={0: (0,), 1: (0,)}, topic_id=topic_id_from_str("WV18z8nWQ8yekl_6282UEQ")
+        partitions={0: (0,), 1: (0,)}, topic_id=uuid_from_string("WV18z8nWQ8yekl_6282UEQ")
     )
     assert zk.encode_topic_assignment(assignment) == TOPIC_V3
     assert zk.decode_topic_assignment(TOPIC_V3, "premier-topic") == assignment

@@ -26,12 +26,12 @@ from typing import Any
 
 from kcli.broker.groups.member import ClassicGroupMember, Protocols
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
+from kcli.common import TopicPartition
 from kcli.errors import ErrorCode
 from kcli.protocol.coordinator_records import CONSUMER_PROTOCOL_TYPE, decode_consumer_protocol_subscription
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1

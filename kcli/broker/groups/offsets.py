@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from kcli.common import TopicPartition
 from kcli.protocol.coordinator_records import CONSUMER_PROTOCOL_TYPE
 
 if TYPE_CHECKING:
     from kcli.broker.groups.group import ClassicGroup
 
-TopicPartition = tuple[str, int]
 
 NO_METADATA = ""
 INVALID_OFFSET = -1

@@ -7,22 +7,8 @@ than leaving it negative, as ``Math.abs`` would) and the remainder by the partit
 
 from __future__ import annotations
 
-_INT32_MIN = -(2**31)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: signed 32-bit, over UTF-16 code units."""
-    h = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's ``Utils.abs``: ``n & 0x7fffffff`` for MIN_VALUE, so the result is never negative."""
-    return 0 if n == _INT32_MIN else abs(n)
+from kcli.java_compat import string_hash, utils_abs
 
 
 def partition_for(group_id: str, partition_count: int) -> int:
-    return kafka_abs(java_string_hash(group_id)) % partition_count
+    return utils_abs(string_hash(group_id)) % partition_count

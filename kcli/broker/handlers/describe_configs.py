@@ -20,12 +20,12 @@ adds documentation and the config type; v4 is flexible.
 from __future__ import annotations
 
 import logging
-import re
 
 from kcli.broker import config_describer
 from kcli.broker.config_describer import ConfigEntry, ConfigSource
 from kcli.broker.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.java_compat import parse_int
 
 API_KEY = 32
 VERSIONS = (1, 4)
@@ -38,8 +38,6 @@ ROOT_LOGGER = "root"
 # log4j level names and the Python levels they stand for; TRACE sits below DEBUG.
 LOG_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-_INT32 = range(-(2**31), 2**31)
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +132,10 @@ def _failed(resource, code: ErrorCode, message: str | None) -> dict:
 def parse_node_id(name: str, what: str) -> int:
     """A resource name as Java's Integer.parseInt reads it; INVALID_REQUEST "<what> must be an
     integer, but it is: <name>" otherwise."""
-    if _JAVA_INT.fullmatch(name) and int(name) in _INT32:
-        return int(name)
-    raise KafkaError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}")
+    try:
+        return parse_int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}") from None
 
 
 def resource_label(resource_type: int, name: str) -> str:

@@ -49,7 +49,7 @@ from kcli.broker.metadata.store import (
     join,
 )
 from kcli.errors import ErrorCode, KafkaError
-from kcli.storage.checkpoints import topic_id_to_str
+from kcli.common import uuid_to_string
 
 log = logging.getLogger("kcli.broker.metadata")
 
@@ -82,7 +82,7 @@ def random_uuid() -> uuid.UUID:
     """Kafka's Uuid.randomUuid: never the reserved 0 or 1, never one whose string starts with '-'."""
     while True:
         candidate = uuid.uuid4()
-        if candidate not in (ZERO_UUID, _ONE_UUID) and not topic_id_to_str(candidate).startswith("-"):
+        if candidate not in (ZERO_UUID, _ONE_UUID) and not uuid_to_string(candidate).startswith("-"):
             return candidate
 
 
@@ -247,7 +247,7 @@ class ClusterMetadata:
             return zk.decode_cluster_id(self.store.get(zk.CLUSTER_ID)[0])
         except NoNodeError:
             pass
-        cluster_id = topic_id_to_str(random_uuid())
+        cluster_id = uuid_to_string(random_uuid())
         try:
             self.store.create(zk.CLUSTER_ID, zk.encode_cluster_id(cluster_id), makepath=True)
         except NodeExistsError:
@@ -543,7 +543,7 @@ class ClusterMetadata:
     def _topic_for_id(self, topic_id: uuid.UUID) -> TopicInfo:
         if topic_id == ZERO_UUID:
             raise KafkaError(
-                ErrorCode.INVALID_REQUEST, f"Attempt to find topic with invalid topicId {topic_id_to_str(topic_id)}"
+                ErrorCode.INVALID_REQUEST, f"Attempt to find topic with invalid topicId {uuid_to_string(topic_id)}"
             )
         topic = self.topic_by_id(topic_id)
         if topic is None:

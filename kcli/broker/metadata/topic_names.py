@@ -4,20 +4,23 @@ A legal name is 1 to 249 characters from ``[a-zA-Z0-9._-]`` and is neither ``.``
 reasons for refusing one are worded as Kafka words them, behind ``Topic name is invalid: ``.
 Because metric names turn ``.`` into ``_``, two names that differ only there collide: a new topic
 that collides with an existing one is refused, and a name holding either character earns the
-tools' warning. The internal topics are the ones the broker's coordinators own.
+tools' warning. The internal topics (kcli.common) are the ones the broker's coordinators own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+# The internal topics are Kafka facts the tools share too: defined in kcli.common, named here for
+# the broker.
+from kcli.common import (  # noqa: F401 (imported by the broker from here)
+    CLUSTER_METADATA_TOPIC_NAME,
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+    is_internal,
+)
 from kcli.errors import ErrorCode, KafkaError
-
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
-CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME})
 
 LEGAL_CHARS = "[a-zA-Z0-9._-]"
 MAX_NAME_LENGTH = 249
@@ -56,10 +59,6 @@ def validate(name: str) -> None:
     reason = invalid_reason(name)
     if reason is not None:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {reason}")
-
-
-def is_internal(name: str) -> bool:
-    return name in INTERNAL_TOPICS
 
 
 def has_collision_chars(name: str) -> bool:

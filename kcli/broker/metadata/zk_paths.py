@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcli.errors import KcliError
-from kcli.storage.checkpoints import topic_id_from_str, topic_id_to_str
+from kcli.common import uuid_from_string, uuid_to_string
 
 
 class ZNodeFormatError(KcliError):
@@ -413,7 +413,7 @@ class TopicAssignment:
 def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
     document: dict[str, Any] = {"partitions": _partition_keyed_json(assignment.partitions)}
     if assignment.topic_id is not None:
-        document["topic_id"] = topic_id_to_str(assignment.topic_id)
+        document["topic_id"] = uuid_to_string(assignment.topic_id)
     document["adding_replicas"] = _partition_keyed_json({p: r for p, r in assignment.adding_replicas.items() if r})
     document["removing_replicas"] = _partition_keyed_json({p: r for p, r in assignment.removing_replicas.items() if r})
     document["version"] = 3
@@ -428,7 +428,7 @@ def decode_topic_assignment(data: bytes, topic: str = "") -> TopicAssignment:
     topic_id = document.get("topic_id")
     if topic_id is not None:
         try:
-            topic_id = topic_id_from_str(_str(topic_id, data, what, "topic_id"))
+            topic_id = uuid_from_string(_str(topic_id, data, what, "topic_id"))
         except ValueError as error:
             raise _bad(data, what, str(error)) from None
     return TopicAssignment(
