@@ -12,10 +12,10 @@ import dataclasses
 import enum
 from dataclasses import dataclass, field
 
+from kcli.common import TopicPartition
 from kcli.protocol.coordinator_records import TRANSACTION_STATES
 from kcli.storage.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
-TopicPartition = tuple[str, int]
 
 # An epoch at Short.MaxValue - 1 cannot be bumped again: the producer gets a new producer id.
 MAX_EPOCH = 2**15 - 1
