@@ -78,33 +78,35 @@ def http() -> Iterator[Listener]:
     listener.close()
 
 
+# Runs kcli as its child and writes the child's peak RSS (KiB) to the file named first. A child's
+# ru_maxrss counts the memory of the process it was forked from, so kcli is started from this
+# small launcher, not from pytest itself (hundreds of MB once Spark's tests have run in it).
+_LAUNCHER = """
+import resource, subprocess, sys
+code = subprocess.call([sys.executable, "-m", "kcli", *sys.argv[2:]])
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code)
+"""
+
+
 def run_measured(args: list[str], stdin: str = "", timeout: float = 90) -> tuple[int, str, str, int]:
     """``kcli ARGS`` as a process: exit code, stdout, stderr and its own peak RSS in bytes."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kcli", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )
-    outputs: dict[str, str] = {}
-    readers = [
-        threading.Thread(target=lambda name=name, stream=stream: outputs.__setitem__(name, stream.read()), daemon=True)
-        for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))
-    ]
-    for reader in readers:
-        reader.start()
-    try:
-        process.stdin.write(stdin)
-        process.stdin.close()
-    except BrokenPipeError:
-        pass
-    for reader in readers:
-        reader.join(timeout)
-    if any(reader.is_alive() for reader in readers):
-        process.kill()
-        os.wait4(process.pid, 0)
-        raise AssertionError(f"kcli {' '.join(args)} still running after {timeout} s")
-    # wait4 rather than wait: it tells this child's own peak RSS.
-    _pid, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, outputs["stdout"], outputs["stderr"], usage.ru_maxrss * 1024
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        rss_file = Path(scratch) / "maxrss"
+        process = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(rss_file), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
+        )
+        try:
+            stdout, stderr = process.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.communicate()
+            raise AssertionError(f"kcli {' '.join(args)} still running after {timeout} s") from None
+        return process.returncode, stdout, stderr, int(rss_file.read_text()) * 1024
 
 
 @pytest.fixture(scope="module")
