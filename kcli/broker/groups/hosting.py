@@ -10,11 +10,11 @@ been created with another ``offsets.topic.num.partitions``).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from typing import Any
 
+from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
 from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.broker.groups.store import OffsetsTopicWriter
@@ -36,44 +36,16 @@ def start_group_coordinator(broker: Any) -> GroupCoordinator:
     except ValueError:
         raise KcliError(f"Unknown compression type id: {codec} (offsets.topic.compression.codec)") from None
     coordinator = GroupCoordinator(config, OffsetsTopicWriter(broker.replica_manager, compression))
-    coordinator.startup(_led_partitions(broker))
-    loop = asyncio.get_running_loop()
-
-    def on_topic_change(change) -> None:
-        if _on_loop(loop):
-            _apply_topic_change(broker, coordinator, change)
-        else:
-            loop.call_soon_threadsafe(_apply_topic_change, broker, coordinator, change)
-
-    broker.metadata.on_topic_change(on_topic_change)
+    coordinator.startup(led_partitions(broker, GROUP_METADATA_TOPIC_NAME))
+    follow_topic_changes(broker, lambda change: _apply_topic_change(broker, coordinator, change))
     return coordinator
-
-
-def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
-
-
-def _led_partitions(broker: Any) -> list[int]:
-    return sorted(
-        p.index for p in broker.replica_manager.partitions()
-        if p.topic == GROUP_METADATA_TOPIC_NAME and p.broker_id == broker.id
-    )
 
 
 def _apply_topic_change(broker: Any, coordinator: GroupCoordinator, change: Any) -> None:
     if not coordinator.active:
         return
     if change.name == GROUP_METADATA_TOPIC_NAME:
-        if change.topic is not None and change.previous is None and change.topic.partitions:
-            coordinator.set_partition_count(len(change.topic.partitions))
-        led = set(_led_partitions(broker)) if change.topic is not None else set()
-        for partition in sorted(led):
-            coordinator.on_election(partition)
-        for partition in sorted(coordinator.hosted_partitions() - led):
-            coordinator.on_resignation(partition)
+        follow_leadership(broker, coordinator, GROUP_METADATA_TOPIC_NAME, change)
     elif change.topic is None and change.previous is not None:
         partitions = [(change.name, index) for index in change.previous.partitions]
         coordinator.delete_partitions(partitions)

@@ -13,10 +13,10 @@ replicas (not created while fewer brokers are alive), ``cleanup.policy=compact``
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
+from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
 from kcli.broker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
 from kcli.broker.transactions.store import TransactionLogWriter
@@ -37,42 +37,14 @@ def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
     existing = broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
     if existing is not None and existing.partitions:
         coordinator.set_partition_count(len(existing.partitions))
-    coordinator.startup(_led_partitions(broker))
-    loop = asyncio.get_running_loop()
+    coordinator.startup(led_partitions(broker, TRANSACTION_STATE_TOPIC_NAME))
 
-    def on_topic_change(change) -> None:
-        if change.name != TRANSACTION_STATE_TOPIC_NAME:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            _apply_topic_change(broker, coordinator, change)
-        else:
-            loop.call_soon_threadsafe(_apply_topic_change, broker, coordinator, change)
+    def apply(change: Any) -> None:
+        if change.name == TRANSACTION_STATE_TOPIC_NAME and coordinator.active:
+            follow_leadership(broker, coordinator, TRANSACTION_STATE_TOPIC_NAME, change)
 
-    broker.metadata.on_topic_change(on_topic_change)
+    follow_topic_changes(broker, apply)
     return coordinator
-
-
-def _led_partitions(broker: Any) -> list[int]:
-    return sorted(
-        p.index for p in broker.replica_manager.partitions()
-        if p.topic == TRANSACTION_STATE_TOPIC_NAME and p.broker_id == broker.id
-    )
-
-
-def _apply_topic_change(broker: Any, coordinator: TransactionCoordinator, change: Any) -> None:
-    if not coordinator.active:
-        return
-    if change.topic is not None and change.previous is None and change.topic.partitions:
-        coordinator.set_partition_count(len(change.topic.partitions))
-    led = set(_led_partitions(broker)) if change.topic is not None else set()
-    for partition in sorted(led):
-        coordinator.on_election(partition)
-    for partition in sorted(coordinator.hosted_partitions() - led):
-        coordinator.on_resignation(partition)
 
 
 def transaction_state_topic(broker: Any) -> Any:
