@@ -24,9 +24,9 @@ from kcli.broker.fetch_sessions import FetchSessionCache
 from kcli.broker.groups.coordinator import GroupCoordinator
 from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
-from kcli.broker.metadata import zk_paths
+from kcli.metadata import zk_paths
 from kcli.broker.metadata.cluster import ClusterMetadata, TopicChange, TopicInfo
-from kcli.broker.metadata.embedded import EmbeddedStore
+from kcli.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server, ServerSettings

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from kcli.broker.metadata import zk_paths
-from kcli.broker.metadata.store import BadVersionError, MetadataStore, NodeExistsError, NoNodeError
+from kcli.metadata import zk_paths
+from kcli.metadata.store import BadVersionError, MetadataStore, NodeExistsError, NoNodeError
 from kcli.errors import ErrorCode, KafkaError
 
 BLOCK_SIZE = 1000

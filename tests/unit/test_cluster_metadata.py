@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from kcli.broker.metadata import cluster as cluster_module
-from kcli.broker.metadata import embedded, topic_names
-from kcli.broker.metadata import zk_paths as zk
+from kcli.metadata import embedded, topic_names
+from kcli.metadata import zk_paths as zk
 from kcli.broker.metadata.cluster import (
     ZERO_UUID,
     ClusterMetadata,
@@ -18,8 +18,8 @@ from kcli.broker.metadata.cluster import (
     assign_replicas_to_brokers,
     random_uuid,
 )
-from kcli.broker.metadata.embedded import EmbeddedStore
-from kcli.broker.metadata.store import CreateOp, NodeExistsError
+from kcli.metadata.embedded import EmbeddedStore
+from kcli.metadata.store import CreateOp, NodeExistsError
 from kcli.errors import ErrorCode, KafkaError
 from kcli.common import uuid_to_string
 

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from kcli.broker.metadata import embedded
-from kcli.broker.metadata.embedded import METADATA_FILE, EmbeddedStore
-from kcli.broker.metadata.store import (
+from kcli.metadata import embedded
+from kcli.metadata.embedded import METADATA_FILE, EmbeddedStore
+from kcli.metadata.store import (
     BadVersionError,
     ChangeEvent,
     ChangeKind,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kcli.broker.metadata import zk_paths
-from kcli.broker.metadata.embedded import EmbeddedStore
+from kcli.metadata import zk_paths
+from kcli.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import BLOCK_SIZE, ProducerIdManager
 
 

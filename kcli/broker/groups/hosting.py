@@ -16,7 +16,7 @@ from typing import Any
 
 from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
 from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.broker.groups.store import OffsetsTopicWriter
 from kcli.errors import KcliError
 from kcli.storage.compression import CompressionType

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.broker.transactions.hosting import transaction_state_topic
 from kcli.errors import ErrorCode, KafkaError, KcliError
 

@@ -23,7 +23,7 @@ import logging
 import uuid
 
 from kcli.broker import authorized_operations
-from kcli.broker.metadata import topic_names
+from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 3

@@ -32,9 +32,9 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from kcli.broker.metadata import topic_names
-from kcli.broker.metadata import zk_paths as zk
-from kcli.broker.metadata.store import (
+from kcli.metadata import topic_names
+from kcli.metadata import zk_paths as zk
+from kcli.metadata.store import (
     BadVersionError,
     ChangeEvent,
     ChangeKind,

@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
-from kcli.broker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
+from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
 from kcli.broker.transactions.store import TransactionLogWriter
 from kcli.errors import ErrorCode, KafkaError, KcliError

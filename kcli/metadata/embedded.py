@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kcli.broker.metadata.store import (
+from kcli.metadata.store import (
     ANY_VERSION,
     BadVersionError,
     ChangeEvent,
