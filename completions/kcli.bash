@@ -29,12 +29,14 @@ _kcli() {
             "/producer-perf-test") path="producer-perf-test" ;;
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
+            "/zookeeper") path="zookeeper" ;;
             "broker/start") path="broker/start" ;;
+            "zookeeper/start") path="zookeeper/start" ;;
         esac
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics zookeeper --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -263,6 +265,10 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --output --help" -- "$cur")) ;;
+        "zookeeper")
+            COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
+        "zookeeper/start")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _kcli kcli

@@ -34,6 +34,7 @@ complete -c kcli -n '__fish_use_subcommand' -a mirror -d 'Copy topics from one c
 complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool is used to verify the producer performance'
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
+complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
 
@@ -318,3 +319,10 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
+
+# zookeeper
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -a start -d 'Start ZooKeeper in the foreground with a zookeeper.properties file (default: Kafka\'s config/zookeeper.properties: dataDir=/tmp/zookeeper, clientPort=2181)'
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -l help -d 'Show this message and exit'
+
+# zookeeper start
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'

@@ -28,6 +28,7 @@ from kcli.tools import (
     producer_perf_test,
     stats,
     topics,
+    zookeeper,
 )
 
 app = typer.Typer(
@@ -55,6 +56,7 @@ def _root(
 
 for tool in (
     broker,
+    zookeeper,
     topics,
     console_producer,
     console_consumer,
