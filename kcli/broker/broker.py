@@ -25,7 +25,12 @@ from kcli.broker.groups.coordinator import GroupCoordinator
 from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
 from kcli.metadata import zk_paths
-from kcli.broker.metadata.cluster import ClusterMetadata, TopicChange, TopicInfo
+from kcli.broker.controller.kafka_controller import KafkaController
+from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.metadata.admin_zk_client import AdminZkClient
+from kcli.metadata.topics import TopicChange, TopicInfo
+from kcli.metadata.zk_client import KafkaZkClient
 from kcli.metadata.embedded import EmbeddedStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
@@ -56,7 +61,10 @@ class Broker:
         self.cluster_id: str | None = None
         self.registry = load_registry()
         self.log_manager: LogManager | None = None
-        self.metadata: ClusterMetadata | None = None
+        self.zk_client: KafkaZkClient | None = None
+        self.metadata: MetadataCache | None = None
+        self.admin_manager: ZkAdminManager | None = None
+        self.controller: KafkaController | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -87,14 +95,21 @@ class Broker:
             load=False,
         )
         store = EmbeddedStore(self.log_dirs[0])
-        self.metadata = ClusterMetadata(
-            store,
-            default_num_partitions=self.config.get("num.partitions"),
-            default_replication_factor=self.config.get("default.replication.factor"),
-            new_partitions_check=self._check_open_file_budget,
+        self.zk_client = KafkaZkClient(store)
+        self.zk_client.create_top_level_paths()
+        self.metadata = MetadataCache(self.zk_client)
+        self.admin_manager = ZkAdminManager(
+            AdminZkClient(
+                self.zk_client,
+                default_num_partitions=self.config.get("num.partitions"),
+                default_replication_factor=self.config.get("default.replication.factor"),
+                new_partitions_check=self._check_open_file_budget,
+            ),
+            self.metadata,
         )
+        self.controller = KafkaController(self.zk_client, self.id)
         self.metadata.start()
-        self.cluster_id = self.metadata.get_or_create_cluster_id()
+        self.cluster_id = self.zk_client.get_or_create_cluster_id()
         self._check_meta_properties()
         self._check_open_file_limit()
         self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
@@ -103,7 +118,7 @@ class Broker:
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
         self.replica_manager = ReplicaManager(self.id, self.log_manager)
         self.producer_ids = ProducerIdManager(store, self.id)
-        self.metadata.become_controller(self.id)
+        self.controller.elect()
         for topic in self.metadata.topics().values():
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
@@ -114,7 +129,7 @@ class Broker:
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
             self.endpoints.append((listener_name, bound_host, bound_port))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
-        self.metadata.register_broker(self.id, endpoints, rack=self.config.get("broker.rack"))
+        self.zk_client.register_broker(self.id, endpoints, rack=self.config.get("broker.rack"))
         self._schedule_periodic_work()
         log.info("[KafkaServer id=%d] started", self.id)
 
@@ -154,19 +169,19 @@ class Broker:
     def live_brokers(self) -> list[BrokerAddress]:
         """Every registered broker at its first advertised endpoint."""
         result = []
-        for broker_id in self.metadata.registered_brokers():
-            registration = self.metadata.broker_registration(broker_id)
+        for broker_id in self.zk_client.registered_brokers():
+            registration = self.zk_client.broker_registration(broker_id)
             if registration is not None and registration.endpoints:
                 endpoint = registration.endpoints[0]
                 result.append(BrokerAddress(broker_id, endpoint.host, endpoint.port, registration.rack))
         return result
 
     def controller_id(self) -> int:
-        controller = self.metadata.controller_id()
+        controller = self.zk_client.controller_id()
         return -1 if controller is None else controller
 
     def auto_create_topic(self, name: str) -> TopicInfo:
-        topic = self.metadata.create_topic(name, config_validator=self.validate_topic_configs)
+        topic = self.admin_manager.create_topic(name, config_validator=self.validate_topic_configs)
         log.info("Auto-created topic %s with %d partition(s)", name, len(topic.partitions))
         return topic
 
@@ -175,7 +190,7 @@ class Broker:
 
     def effective_config(self):
         """The static config with the dynamic layers (cluster defaults, then this broker's) applied."""
-        return self.config.with_dynamic(self.metadata.broker_configs(None), self.metadata.broker_configs(self.id))
+        return self.config.with_dynamic(self.zk_client.broker_configs(None), self.zk_client.broker_configs(self.id))
 
     def describe_topic_configs(self, name: str, overrides, keys=None, *, include_synonyms: bool = False, include_documentation: bool = False):
         return config_describer.describe_topic_configs(
@@ -184,8 +199,8 @@ class Broker:
             keys,
             include_synonyms,
             include_documentation,
-            dynamic=self.metadata.broker_configs(self.id),
-            dynamic_default=self.metadata.broker_configs(None),
+            dynamic=self.zk_client.broker_configs(self.id),
+            dynamic_default=self.zk_client.broker_configs(None),
         )
 
     def reload_dynamic_config(self) -> None:
@@ -246,7 +261,7 @@ class Broker:
 
     def _host_topic(self, topic: TopicInfo) -> None:
         for index, state in topic.partitions.items():
-            if self.id in state.replicas:
+            if state.leader == self.id:
                 try:
                     self.replica_manager.become_leader(
                         topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
@@ -315,6 +330,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.controller is not None:
+            self.controller.resign()
         if self.metadata is not None:
             self.metadata.close()
         if self.log_manager is not None:

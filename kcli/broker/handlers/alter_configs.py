@@ -142,7 +142,7 @@ def topic_config_error(name: str, error: KafkaError) -> KafkaError:
 def write_topic_configs(broker, name: str, configs: Mapping[str, str]) -> None:
     """Store a topic's new overrides; the metadata change reconfigures its hosted logs."""
     log.info("Updating topic %s with new configuration : %s", name, ",".join(f"{k} -> {v}" for k, v in configs.items()))
-    broker.metadata.set_topic_configs(name, dict(configs))
+    broker.admin_manager.set_topic_configs(name, dict(configs))
 
 
 def write_broker_configs(broker, broker_id: int | None, configs: Mapping[str, str]) -> None:
@@ -151,7 +151,7 @@ def write_broker_configs(broker, broker_id: int | None, configs: Mapping[str, st
         log.info("Updating brokers with new configuration : %s", ",".join(sorted(configs)))
     else:
         log.info("Updating broker %d with new configuration : %s", broker_id, ",".join(sorted(configs)))
-    broker.metadata.set_broker_configs(broker_id, dict(configs))
+    broker.admin_manager.set_broker_configs(broker_id, dict(configs))
     broker.reload_dynamic_config()
 
 

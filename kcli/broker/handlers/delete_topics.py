@@ -41,7 +41,7 @@ def _delete(broker, name: str | None, topic_id: uuid.UUID | None) -> dict:
         result.update(error_code=ErrorCode.TOPIC_DELETION_DISABLED, error_message="Topic deletion is disabled.")
         return result
     try:
-        info = broker.metadata.delete_topic(name=name, topic_id=topic_id)
+        info = broker.admin_manager.delete_topic(name=name, topic_id=topic_id)
     except KcliError as e:
         result.update(error_code=e.error_code, error_message=str(e))
         return result

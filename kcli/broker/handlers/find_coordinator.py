@@ -86,7 +86,7 @@ def _leader_of(broker, topic, partition: int) -> dict:
 def _create_offsets_topic(broker):
     config = broker.config
     try:
-        topic = broker.metadata.create_topic(
+        topic = broker.admin_manager.create_topic(
             GROUP_METADATA_TOPIC_NAME,
             config.get("offsets.topic.num.partitions"),
             config.get("offsets.topic.replication.factor"),

@@ -64,7 +64,7 @@ def _alter(broker, resource, validate_only: bool) -> None:
         _alter_loggers(broker, name, ops, validate_only)
     elif resource.resource_type == BROKER:
         broker_id = check_broker_name(broker, name)
-        current = broker.metadata.broker_configs(broker_id)
+        current = broker.zk_client.broker_configs(broker_id)
         updated = config_describer.apply_incremental(current, ops, "broker", broker=broker.effective_config(), per_broker=broker_id is not None)
         if not validate_only:
             write_broker_configs(broker, broker_id, updated)

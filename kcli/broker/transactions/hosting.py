@@ -54,7 +54,7 @@ def transaction_state_topic(broker: Any) -> Any:
         return existing
     config = broker.config
     try:
-        topic = broker.metadata.create_topic(
+        topic = broker.admin_manager.create_topic(
             TRANSACTION_STATE_TOPIC_NAME,
             config.get("transaction.state.log.num.partitions"),
             config.get("transaction.state.log.replication.factor"),
