@@ -169,15 +169,14 @@ class Broker:
     def live_brokers(self) -> list[BrokerAddress]:
         """Every registered broker at its first advertised endpoint."""
         result = []
-        for broker_id in self.zk_client.registered_brokers():
-            registration = self.zk_client.broker_registration(broker_id)
-            if registration is not None and registration.endpoints:
+        for broker_id, registration in self.metadata.alive_brokers().items():
+            if registration.endpoints:
                 endpoint = registration.endpoints[0]
                 result.append(BrokerAddress(broker_id, endpoint.host, endpoint.port, registration.rack))
         return result
 
     def controller_id(self) -> int:
-        controller = self.zk_client.controller_id()
+        controller = self.metadata.controller_id()
         return -1 if controller is None else controller
 
     def auto_create_topic(self, name: str) -> TopicInfo:

@@ -1,10 +1,10 @@
 """What a broker knows of the cluster's topics: Kafka's ``MetadataCache``.
 
 Every topic (``TopicInfo``: id, partitions with replicas, leader, ISR and epochs, config
-overrides) is loaded from the tree at ``start`` and kept current by watching ``/brokers/topics``,
-``/config/topics`` and ``/admin/delete_topics``, so a change written by anyone (this broker's
-admin requests, the controller, another broker, a ZooKeeper-era tool) reaches the cache and the
-``on_topic_change`` listeners. ``refresh_topic`` reads one topic again at once, so that a
+overrides), the live brokers (``/brokers/ids``) and the controller's id (``/controller``) are
+loaded from the tree at ``start`` and kept current by watching it, so a change written by anyone
+(this broker's admin requests, the controller, another broker, a ZooKeeper-era tool) reaches the
+cache and the ``on_topic_change`` listeners, and requests are answered without reading the tree. ``refresh_topic`` reads one topic again at once, so that a
 request that just wrote it answers with what it wrote whatever the store's watch latency.
 
 Watch callbacks run on the store's thread; the cache is guarded by a lock and listeners are
@@ -37,13 +37,17 @@ class MetadataCache:
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._listeners: list[TopicListener] = []
         self._unwatch: list[Callable[[], None]] = []
+        self._brokers: dict[int, zk.BrokerRegistration] = {}
+        self._controller_id: int | None = None
 
     # -- life cycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Watch the tree, then load every topic."""
-        for prefix in (zk.TOPICS, TOPIC_CONFIGS):
+        for prefix in (zk.TOPICS, TOPIC_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
             self._unwatch.append(self.zk_client.store.watch(prefix, self._on_tree_change))
+        self.refresh_brokers()
+        self.refresh_controller()
         for name in self.zk_client.topic_names():
             self.refresh_topic(name)
 
@@ -73,6 +77,15 @@ class MetadataCache:
     def topic(self, name: str) -> TopicInfo | None:
         with self._lock:
             return self._topics.get(name)
+
+    def alive_brokers(self) -> dict[int, zk.BrokerRegistration]:
+        """The registered brokers by id, ascending."""
+        with self._lock:
+            return dict(self._brokers)
+
+    def controller_id(self) -> int | None:
+        """The broker id in ``/controller``, or None while no broker holds the role."""
+        return self._controller_id
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         with self._lock:
@@ -109,18 +122,39 @@ class MetadataCache:
         self._apply(name, topic)
         return topic
 
+    def refresh_brokers(self) -> None:
+        brokers = {}
+        for broker_id in self.zk_client.registered_brokers():
+            registration = self.zk_client.broker_registration(broker_id)
+            if registration is not None:
+                brokers[broker_id] = registration
+        with self._lock:
+            self._brokers = brokers
+
+    def refresh_controller(self) -> None:
+        self._controller_id = self.zk_client.controller_id()
+
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
         whole: set[str] = set()
         states: dict[str, set[int]] = {}
+        brokers = controller = False
         for event in events:
             parts = event.path.split("/")
-            if event.path.startswith(zk.TOPICS + "/"):
+            if event.path.startswith(zk.BROKER_IDS + "/"):
+                brokers = True
+            elif event.path == zk.CONTROLLER:
+                controller = True
+            elif event.path.startswith(zk.TOPICS + "/"):
                 if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
                     states.setdefault(parts[3], set()).add(int(parts[5]))
                 else:
                     whole.add(parts[3])
             elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
                 whole.add(parts[3])
+        if brokers:
+            self.refresh_brokers()
+        if controller:
+            self.refresh_controller()
         for name in sorted(whole):
             self.refresh_topic(name)
         for name in sorted(states.keys() - whole):

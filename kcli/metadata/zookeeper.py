@@ -16,7 +16,7 @@ itself within the session. When the session expires kazoo opens a new one: ephem
 old session are gone, and the callbacks given to ``on_new_session`` run so their owners can
 register again (Kafka's ``afterInitializingSession``).
 
-``watch(prefix, callback)`` keeps a kazoo ``TreeCache`` of the subtree: ZooKeeper's one-shot
+``watch(prefix, callback)`` keeps a kazoo ``TreeCache`` of the subtree (without creating it): ZooKeeper's one-shot
 watches, re-armed on every node, and a resynchronisation after a reconnect. The callback hears of
 every node below ``prefix`` whose state differs from what the cache saw last, so the last state
 of each node is always reported, also for changes made while the connection was down. As with
@@ -128,6 +128,20 @@ def _translated(error: kz.KazooException, path: str) -> MetadataStoreError:
     if isinstance(error, kz.ConnectionClosedError):
         return StoreClosedError(path)
     return MetadataStoreError(path, f"ZooKeeper refused the operation on {path}: {type(error).__name__}")
+
+
+class _TreeWatch(TreeCache):
+    """kazoo's TreeCache, except that it does not create its root: a watched path may not exist
+    yet, or come and go (``/controller``); the cache then watches for its creation."""
+
+    def start(self) -> None:
+        if self._state != self.STATE_LATENT:
+            raise kz.KazooException("already started or closed")
+        self._state = self.STATE_STARTED
+        self._task_thread = self._client.handler.spawn(self._do_background)
+        self._client.add_listener(self._session_watcher)
+        if self._client.connected:
+            self._in_background(self._root.on_created)
 
 
 class ZooKeeperStore(MetadataStore):
@@ -356,7 +370,7 @@ class ZooKeeperStore(MetadataStore):
 
     def watch(self, prefix: str, callback: WatchCallback) -> Callable[[], None]:
         validate_path(prefix)
-        cache = TreeCache(self.client, prefix)
+        cache = _TreeWatch(self.client, prefix)
         initialized = threading.Event()
         kinds = {
             TreeEvent.NODE_ADDED: ChangeKind.CREATED,

@@ -543,7 +543,22 @@ def test_zookeeper_watch_reports_each_change_below_the_prefix(zk_store):
     assert seen.batches == expected
 
 
+def test_zookeeper_watch_of_a_missing_node_does_not_create_it_and_sees_it_come_and_go(zk_store):
+    seen = Recorder()
+    zk_store.watch("/controller", seen)
+    assert zk_store.exists("/controller") is None
+    zk_store.create("/controller", b"{}", ephemeral=True)
+    assert wait_for(lambda: len(seen.batches) == 1)
+    zk_store.delete("/controller")
+    assert wait_for(lambda: len(seen.batches) == 2)
+    assert seen.batches == [
+        [ChangeEvent(ChangeKind.CREATED, "/controller")],
+        [ChangeEvent(ChangeKind.DELETED, "/controller")],
+    ]
+
+
 def test_zookeeper_watch_always_reports_the_last_state_of_quick_changes(zk_store):
+    zk_store.create("/t")
     seen = Recorder()
     zk_store.watch("/t", seen)
     for round_ in range(20):
