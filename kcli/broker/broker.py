@@ -27,6 +27,7 @@ from kcli.broker.handlers import load_registry
 from kcli.metadata import zk_paths
 from kcli.broker.controller.kafka_controller import KafkaController
 from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.metadata_thread import MetadataThread
 from kcli.broker.zk_admin_manager import ZkAdminManager
 from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.topics import TopicChange, TopicInfo
@@ -65,6 +66,7 @@ class Broker:
         self.metadata: MetadataCache | None = None
         self.admin_manager: ZkAdminManager | None = None
         self.controller: KafkaController | None = None
+        self.metadata_thread: MetadataThread | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -94,10 +96,11 @@ class Broker:
             producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
             load=False,
         )
-        store = EmbeddedStore(self.log_dirs[0])
+        self.metadata_thread = thread = MetadataThread(loop)
+        store = await thread.call(EmbeddedStore, self.log_dirs[0])
         self.zk_client = KafkaZkClient(store)
-        self.zk_client.create_top_level_paths()
-        self.metadata = MetadataCache(self.zk_client)
+        await thread.call(self.zk_client.create_top_level_paths)
+        self.metadata = MetadataCache(self.zk_client, thread)
         self.admin_manager = ZkAdminManager(
             AdminZkClient(
                 self.zk_client,
@@ -107,9 +110,9 @@ class Broker:
             ),
             self.metadata,
         )
-        self.controller = KafkaController(self.zk_client, self.id)
-        self.metadata.start()
-        self.cluster_id = self.zk_client.get_or_create_cluster_id()
+        self.controller = KafkaController(self.zk_client, self.id, thread)
+        await thread.call(self.metadata.start)
+        self.cluster_id = await thread.call(self.zk_client.get_or_create_cluster_id)
         self._check_meta_properties()
         self._check_open_file_limit()
         self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
@@ -118,7 +121,7 @@ class Broker:
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
         self.replica_manager = ReplicaManager(self.id, self.log_manager)
         self.producer_ids = ProducerIdManager(store, self.id)
-        self.controller.elect()
+        await thread.call(self.controller.elect)
         for topic in self.metadata.topics().values():
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
@@ -129,7 +132,7 @@ class Broker:
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
             self.endpoints.append((listener_name, bound_host, bound_port))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
-        self.zk_client.register_broker(self.id, endpoints, rack=self.config.get("broker.rack"))
+        await thread.call(self.zk_client.register_broker, self.id, endpoints, rack=self.config.get("broker.rack"))
         self._schedule_periodic_work()
         log.info("[KafkaServer id=%d] started", self.id)
 
@@ -179,8 +182,8 @@ class Broker:
         controller = self.metadata.controller_id()
         return -1 if controller is None else controller
 
-    def auto_create_topic(self, name: str) -> TopicInfo:
-        topic = self.admin_manager.create_topic(name, config_validator=self.validate_topic_configs)
+    async def auto_create_topic(self, name: str) -> TopicInfo:
+        topic = await self.admin_manager.create_topic(name, config_validator=self.validate_topic_configs)
         log.info("Auto-created topic %s with %d partition(s)", name, len(topic.partitions))
         return topic
 
@@ -189,7 +192,7 @@ class Broker:
 
     def effective_config(self):
         """The static config with the dynamic layers (cluster defaults, then this broker's) applied."""
-        return self.config.with_dynamic(self.zk_client.broker_configs(None), self.zk_client.broker_configs(self.id))
+        return self.config.with_dynamic(self.metadata.broker_configs(None), self.metadata.broker_configs(self.id))
 
     def describe_topic_configs(self, name: str, overrides, keys=None, *, include_synonyms: bool = False, include_documentation: bool = False):
         return config_describer.describe_topic_configs(
@@ -198,8 +201,8 @@ class Broker:
             keys,
             include_synonyms,
             include_documentation,
-            dynamic=self.zk_client.broker_configs(self.id),
-            dynamic_default=self.zk_client.broker_configs(None),
+            dynamic=self.metadata.broker_configs(self.id),
+            dynamic_default=self.metadata.broker_configs(None),
         )
 
     def reload_dynamic_config(self) -> None:
@@ -333,6 +336,15 @@ class Broker:
             self.controller.resign()
         if self.metadata is not None:
             self.metadata.close()
+        if self.zk_client is not None:
+            try:
+                await self.metadata_thread.call(self.zk_client.store.close)
+            except OSError as e:
+                # The embedded tree could not record the end of the session (a full disk): its
+                # ephemeral nodes are never persisted, so they end with the process all the same.
+                log.warning("Could not close the metadata store cleanly: %s", e)
+        if self.metadata_thread is not None:
+            self.metadata_thread.close()
         if self.log_manager is not None:
             # Only logs that were loaded (recovered) may be marked cleanly shut down.
             finish = self.log_manager.shutdown if self._logs_loaded else self.log_manager.abandon

@@ -1,14 +1,16 @@
-"""What a broker knows of the cluster's topics: Kafka's ``MetadataCache``.
+"""What a broker knows of the cluster: Kafka's ``MetadataCache``.
 
 Every topic (``TopicInfo``: id, partitions with replicas, leader, ISR and epochs, config
-overrides), the live brokers (``/brokers/ids``) and the controller's id (``/controller``) are
+overrides), the live brokers (``/brokers/ids``), the controller's id (``/controller``) and the
+brokers' dynamic configs (``/config/brokers``) are
 loaded from the tree at ``start`` and kept current by watching it, so a change written by anyone
 (this broker's admin requests, the controller, another broker, a ZooKeeper-era tool) reaches the
-cache and the ``on_topic_change`` listeners, and requests are answered without reading the tree. ``refresh_topic`` reads one topic again at once, so that a
-request that just wrote it answers with what it wrote whatever the store's watch latency.
+cache and the ``on_topic_change`` listeners, and requests are answered without reading the tree.
 
-Watch callbacks run on the store's thread; the cache is guarded by a lock and listeners are
-called outside it.
+Threads (``metadata_thread``): a store's watch callback only notes what changed; the tree is read
+on the metadata thread and the cache changes, and its listeners run, on the event loop.
+``refresh_topic_async`` reads one topic again at once, so that a request that just wrote it
+answers with what it wrote, whatever the store's watch latency.
 """
 
 from __future__ import annotations
@@ -17,21 +19,47 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
+from kcli.broker.metadata_thread import InlineMetadataThread
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import ChangeEvent, ChangeKind
 from kcli.metadata.topics import ZERO_UUID, TopicChange, TopicChangeKind, TopicInfo, TopicListener
-from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, partition_state
+from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, LoadedState, partition_state
 
 log = logging.getLogger("kcli.broker.metadata")
 
+BROKER_CONFIGS = zk.config_entity_type_path(zk.CONFIG_TYPE_BROKERS)
+
+
+@dataclass
+class _Changed:
+    """What a watch reported: the parts of the tree to read again."""
+
+    brokers: bool = False
+    controller: bool = False
+    broker_configs: bool = False
+    topics: set[str] = field(default_factory=set)
+    states: dict[str, set[int]] = field(default_factory=dict)
+
+
+@dataclass
+class _Read:
+    """The tree's state of what changed, read on the metadata thread."""
+
+    brokers: dict[int, zk.BrokerRegistration] | None = None
+    controller: tuple[int | None] | None = None
+    broker_configs: dict[int | None, dict[str, str]] | None = None
+    topics: dict[str, TopicInfo | None] = field(default_factory=dict)
+    states: dict[str, dict[int, LoadedState | None]] = field(default_factory=dict)
+
 
 class MetadataCache:
-    def __init__(self, zk_client: KafkaZkClient) -> None:
+    def __init__(self, zk_client: KafkaZkClient, thread: InlineMetadataThread | None = None) -> None:
         self.zk_client = zk_client
+        self.thread = thread if thread is not None else InlineMetadataThread()
         self._lock = threading.RLock()
         self._topics: dict[str, TopicInfo] = {}
         self._names_by_id: dict[uuid.UUID, str] = {}
@@ -39,15 +67,17 @@ class MetadataCache:
         self._unwatch: list[Callable[[], None]] = []
         self._brokers: dict[int, zk.BrokerRegistration] = {}
         self._controller_id: int | None = None
+        self._broker_configs: dict[int | None, dict[str, str]] = {}
 
     # -- life cycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Watch the tree, then load every topic."""
-        for prefix in (zk.TOPICS, TOPIC_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
+        """Watch the tree, then load all of it (on the metadata thread, before serving)."""
+        for prefix in (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
             self._unwatch.append(self.zk_client.store.watch(prefix, self._on_tree_change))
-        self.refresh_brokers()
-        self.refresh_controller()
+        self._broker_configs = self._read_broker_configs()
+        self._brokers = self._read_brokers()
+        self._controller_id = self.zk_client.controller_id()
         for name in self.zk_client.topic_names():
             self.refresh_topic(name)
 
@@ -83,6 +113,11 @@ class MetadataCache:
         with self._lock:
             return dict(self._brokers)
 
+    def broker_configs(self, broker_id: int | None) -> dict[str, str]:
+        """The dynamic config overrides of one broker, or the cluster-wide defaults for None."""
+        with self._lock:
+            return dict(self._broker_configs.get(broker_id, {}))
+
     def controller_id(self) -> int | None:
         """The broker id in ``/controller``, or None while no broker holds the role."""
         return self._controller_id
@@ -117,60 +152,95 @@ class MetadataCache:
     # -- following the tree -----------------------------------------------------------------------
 
     def refresh_topic(self, name: str) -> TopicInfo | None:
-        """Read ``name`` from the tree now and apply it (None: the topic is gone)."""
+        """Read ``name`` from the tree and apply it at once (None: the topic is gone): at start,
+        and where tree reads may block (the tools and tests); requests use the async form."""
         topic = self.zk_client.load_topic(name)
         self._apply(name, topic)
         return topic
 
-    def refresh_brokers(self) -> None:
+    async def refresh_topic_async(self, name: str) -> TopicInfo | None:
+        """Read ``name`` on the metadata thread, then apply it on the loop."""
+        topic = await self.thread.call(self.zk_client.load_topic, name)
+        self._apply(name, topic)
+        return topic
+
+    async def refresh_broker_configs_async(self) -> None:
+        """Read the brokers' dynamic configs on the metadata thread, then apply them on the loop."""
+        configs = await self.thread.call(self._read_broker_configs)
+        with self._lock:
+            self._broker_configs = configs
+
+    def _on_tree_change(self, events: list[ChangeEvent]) -> None:
+        """A store's watch, on its thread: note what changed and have it read."""
+        changed = _Changed()
+        for event in events:
+            parts = event.path.split("/")
+            if event.path.startswith(BROKER_CONFIGS + "/"):
+                changed.broker_configs = True
+            elif event.path.startswith(zk.BROKER_IDS + "/"):
+                changed.brokers = True
+            elif event.path == zk.CONTROLLER:
+                changed.controller = True
+            elif event.path.startswith(zk.TOPICS + "/"):
+                if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
+                    changed.states.setdefault(parts[3], set()).add(int(parts[5]))
+                else:
+                    changed.topics.add(parts[3])
+            elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
+                changed.topics.add(parts[3])
+        self.thread.submit(lambda: self._read(changed))
+
+    def _read(self, changed: _Changed) -> None:
+        """On the metadata thread: the tree's current state of what changed, handed to the loop."""
+        read = _Read()
+        if changed.brokers:
+            read.brokers = self._read_brokers()
+        if changed.controller:
+            read.controller = (self.zk_client.controller_id(),)
+        if changed.broker_configs:
+            read.broker_configs = self._read_broker_configs()
+        for name in sorted(changed.topics):
+            read.topics[name] = self.zk_client.load_topic(name)
+        for name in sorted(changed.states.keys() - changed.topics):
+            read.states[name] = {p: self.zk_client.partition_state(name, p) for p in changed.states[name]}
+        self.thread.to_loop(self._apply_read, read)
+
+    def _read_broker_configs(self) -> dict[int | None, dict[str, str]]:
+        configs: dict[int | None, dict[str, str]] = {None: self.zk_client.broker_configs(None)}
+        for broker_id in self.zk_client.brokers_with_configs():
+            configs[broker_id] = self.zk_client.broker_configs(broker_id)
+        return configs
+
+    def _read_brokers(self) -> dict[int, zk.BrokerRegistration]:
         brokers = {}
         for broker_id in self.zk_client.registered_brokers():
             registration = self.zk_client.broker_registration(broker_id)
             if registration is not None:
                 brokers[broker_id] = registration
-        with self._lock:
-            self._brokers = brokers
+        return brokers
 
-    def refresh_controller(self) -> None:
-        self._controller_id = self.zk_client.controller_id()
+    def _apply_read(self, read: _Read) -> None:
+        if read.brokers is not None:
+            with self._lock:
+                self._brokers = read.brokers
+        if read.controller is not None:
+            self._controller_id = read.controller[0]
+        if read.broker_configs is not None:
+            with self._lock:
+                self._broker_configs = read.broker_configs
+        for name, topic in read.topics.items():
+            self._apply(name, topic)
+        for name, states in read.states.items():
+            self._apply_states(name, states)
 
-    def _on_tree_change(self, events: list[ChangeEvent]) -> None:
-        whole: set[str] = set()
-        states: dict[str, set[int]] = {}
-        brokers = controller = False
-        for event in events:
-            parts = event.path.split("/")
-            if event.path.startswith(zk.BROKER_IDS + "/"):
-                brokers = True
-            elif event.path == zk.CONTROLLER:
-                controller = True
-            elif event.path.startswith(zk.TOPICS + "/"):
-                if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
-                    states.setdefault(parts[3], set()).add(int(parts[5]))
-                else:
-                    whole.add(parts[3])
-            elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
-                whole.add(parts[3])
-        if brokers:
-            self.refresh_brokers()
-        if controller:
-            self.refresh_controller()
-        for name in sorted(whole):
-            self.refresh_topic(name)
-        for name in sorted(states.keys() - whole):
-            self._refresh_partitions(name, states[name])
-
-    def _refresh_partitions(self, name: str, partitions: set[int]) -> None:
+    def _apply_states(self, name: str, states: dict[int, LoadedState | None]) -> None:
         topic = self.topic(name)
-        if topic is None or not partitions <= topic.partitions.keys():
-            self.refresh_topic(name)
+        if topic is None or not states.keys() <= topic.partitions.keys() or None in states.values():
+            # A partition the cache does not know, or a state gone: read the whole topic again.
+            self.thread.submit(lambda: self._read(_Changed(topics={name})))
             return
         updated = dict(topic.partitions)
-        for partition in partitions:
-            loaded = self.zk_client.partition_state(name, partition)
-            if loaded is None:
-                self.refresh_topic(name)
-                return
+        for partition, loaded in states.items():
             previous = updated[partition]
             updated[partition] = partition_state(
                 previous.replicas, previous.adding_replicas, previous.removing_replicas, loaded

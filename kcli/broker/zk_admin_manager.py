@@ -1,9 +1,9 @@
 """The broker's side of admin requests (Kafka's ``ZkAdminManager``).
 
 CreateTopics, CreatePartitions, DeleteTopics and the config requests write through the
-``AdminZkClient`` and answer with what they wrote: after each write the metadata cache reads the
-topic again at once, whatever the latency of the store's watches, so the request's answer and the
-next request on any connection see the change.
+``AdminZkClient`` on the metadata thread (never on the event loop) and answer with what they
+wrote: after each write the metadata cache reads the topic again at once, whatever the latency of
+the store's watches, so the request's answer and the next request on any connection see it.
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ class ZkAdminManager:
     def __init__(self, admin_zk_client: AdminZkClient, metadata: MetadataCache) -> None:
         self.admin_zk_client = admin_zk_client
         self.metadata = metadata
+        self.thread = metadata.thread
 
-    def create_topic(self, name: str, *args, **kwargs) -> TopicInfo:
+    async def create_topic(self, name: str, *args, **kwargs) -> TopicInfo:
         """``AdminZkClient.create_topic``'s arguments; the topic as created."""
-        topic = self.admin_zk_client.create_topic(name, *args, **kwargs)
+        topic = await self.thread.call(self.admin_zk_client.create_topic, name, *args, **kwargs)
         if kwargs.get("validate_only"):
             return topic
-        return self.metadata.refresh_topic(name) or topic
+        return await self.metadata.refresh_topic_async(name) or topic
 
-    def create_partitions(
+    async def create_partitions(
         self,
         name: str,
         new_total: int,
@@ -38,23 +39,25 @@ class ZkAdminManager:
         **kwargs,
     ) -> TopicInfo:
         """``AdminZkClient.create_partitions``'s arguments; the topic as grown."""
-        grown = self.admin_zk_client.create_partitions(
-            self.metadata.topic(name), name, new_total, assignment, validate_only=validate_only, **kwargs
+        grown = await self.thread.call(
+            self.admin_zk_client.create_partitions,
+            self.metadata.topic(name), name, new_total, assignment, validate_only=validate_only, **kwargs,
         )
         if validate_only:
             return grown
-        return self.metadata.refresh_topic(name) or grown
+        return await self.metadata.refresh_topic_async(name) or grown
 
-    def delete_topic(self, name: str | None = None, topic_id: uuid.UUID | None = None) -> TopicInfo:
+    async def delete_topic(self, name: str | None = None, topic_id: uuid.UUID | None = None) -> TopicInfo:
         """Delete the topic named, or with ``topic_id``; the topic as it was."""
         topic = self.metadata.find_topic(name, topic_id)
-        self.admin_zk_client.delete_topic(topic)
-        self.metadata.refresh_topic(topic.name)
+        await self.thread.call(self.admin_zk_client.delete_topic, topic)
+        await self.metadata.refresh_topic_async(topic.name)
         return topic
 
-    def set_topic_configs(self, name: str, configs: Mapping[str, str], **kwargs) -> TopicInfo | None:
-        self.admin_zk_client.set_topic_configs(name, configs, **kwargs)
-        return self.metadata.refresh_topic(name)
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str], **kwargs) -> TopicInfo | None:
+        await self.thread.call(self.admin_zk_client.set_topic_configs, name, configs, **kwargs)
+        return await self.metadata.refresh_topic_async(name)
 
-    def set_broker_configs(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
-        self.admin_zk_client.set_broker_configs(broker_id, configs)
+    async def set_broker_configs(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
+        await self.thread.call(self.admin_zk_client.set_broker_configs, broker_id, configs)
+        await self.metadata.refresh_broker_configs_async()

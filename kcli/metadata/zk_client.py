@@ -179,6 +179,14 @@ class KafkaZkClient:
         except NoNodeError:
             return {}
 
+    def brokers_with_configs(self) -> list[int]:
+        """The broker ids that have a ``/config/brokers/<id>`` node."""
+        try:
+            names = self.store.get_children(zk.config_entity_type_path(zk.CONFIG_TYPE_BROKERS))
+        except NoNodeError:
+            return []
+        return sorted(int(name) for name in names if name.isdigit())
+
     def load_topic(self, name: str) -> TopicInfo | None:
         """The topic as the tree holds it now, or None; partitions without a state znode yet have
         leader -1."""

@@ -4,6 +4,7 @@ the broker's MetadataCache, the controller; replica placement and topic name rul
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import uuid
@@ -33,6 +34,17 @@ def store(tmp_path):
         yield opened
 
 
+class Blocking:
+    """An async object's methods called to completion (the unit tests have no event loop)."""
+
+    def __init__(self, target) -> None:
+        self._target = target
+
+    def __getattr__(self, name):
+        method = getattr(self._target, name)
+        return lambda *args, **kwargs: asyncio.run(method(*args, **kwargs))
+
+
 class Cluster:
     """The units one broker composes over a tree (as kcli.broker.broker does)."""
 
@@ -40,7 +52,7 @@ class Cluster:
         self.zk = KafkaZkClient(store)
         self.zk.create_top_level_paths()
         self.cache = MetadataCache(self.zk)
-        self.admin = ZkAdminManager(AdminZkClient(self.zk, **admin_options), self.cache)
+        self.admin = Blocking(ZkAdminManager(AdminZkClient(self.zk, **admin_options), self.cache))
         self.controller = KafkaController(self.zk, broker_id)
         self.cache.start()
 

@@ -1,5 +1,7 @@
 """The controller role: election, topics' first leaders, topic deletion, partition state writes.
 
+Its tree reads and writes run on the broker's metadata thread (``metadata_thread``).
+
 One broker at a time is the controller: the one that created the ephemeral ``/controller`` znode,
 in the same transaction that bumped ``/controller_epoch`` (conditional on its version, so two
 brokers cannot both win an epoch). The epoch fences a deposed controller's writes: every
@@ -25,6 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from kcli.broker.metadata_thread import InlineMetadataThread
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import BadVersionError, ChangeEvent, ChangeKind, CreateOp, DeleteOp, NodeExistsError, NoNodeError, Op, SetDataOp
@@ -35,8 +38,9 @@ log = logging.getLogger("kcli.broker.controller")
 
 
 class KafkaController:
-    def __init__(self, zk_client: KafkaZkClient, broker_id: int) -> None:
+    def __init__(self, zk_client: KafkaZkClient, broker_id: int, thread: InlineMetadataThread | None = None) -> None:
         self.zk_client = zk_client
+        self.thread = thread if thread is not None else InlineMetadataThread()
         self.broker_id = broker_id
         self.epoch = 0
         self.active = False
@@ -76,6 +80,12 @@ class KafkaController:
     # -- following the tree -----------------------------------------------------------------------
 
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
+        # On the store's thread: the controller's work (tree reads and writes) is queued on the
+        # metadata thread, in order.
+        if self.active:
+            self.thread.submit(lambda: self._process(events))
+
+    def _process(self, events: list[ChangeEvent]) -> None:
         if not self.active:
             return
         topics: set[str] = set()

@@ -80,13 +80,13 @@ def _topic_entries(broker, name: str, keys, synonyms: bool, documentation: bool)
 
 
 def _broker_entries(broker, name: str, keys, synonyms: bool, documentation: bool) -> list[ConfigEntry]:
-    zk_client = broker.zk_client
+    metadata = broker.metadata
     if not name:
-        return config_describer.describe_broker_default_configs(broker.config, zk_client.broker_configs(None), keys, synonyms, documentation)
+        return config_describer.describe_broker_default_configs(broker.config, metadata.broker_configs(None), keys, synonyms, documentation)
     if parse_node_id(name, "Broker id") != broker.id:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.id} or empty string, but received {name}")
     return config_describer.describe_broker_configs(
-        broker.config, zk_client.broker_configs(broker.id), keys, synonyms, documentation, dynamic_default=zk_client.broker_configs(None)
+        broker.config, metadata.broker_configs(broker.id), keys, synonyms, documentation, dynamic_default=metadata.broker_configs(None)
     )
 
 

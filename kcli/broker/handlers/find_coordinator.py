@@ -36,23 +36,23 @@ log = logging.getLogger(__name__)
 _last_creation_failure: list[str] = []
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     key_type = getattr(request, "key_type", GROUP)
     version = ctx.api_version
     if version >= 4:
-        return {"coordinators": [dict(key=key, **_coordinator(ctx.broker, key_type, key, version)) for key in request.coordinator_keys]}
-    return _coordinator(ctx.broker, key_type, request.key, version)
+        return {"coordinators": [dict(key=key, **await _coordinator(ctx.broker, key_type, key, version)) for key in request.coordinator_keys]}
+    return await _coordinator(ctx.broker, key_type, request.key, version)
 
 
-def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
+async def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
     if key_type == GROUP:
         try:
-            return _group_coordinator(broker, key)
+            return await _group_coordinator(broker, key)
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == TRANSACTION:
         try:
-            return _transaction_coordinator(broker, key)
+            return await _transaction_coordinator(broker, key)
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == SHARE and version >= 6:
@@ -62,14 +62,14 @@ def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-def _group_coordinator(broker, group_id: str) -> dict:
-    topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or _create_offsets_topic(broker)
+async def _group_coordinator(broker, group_id: str) -> dict:
+    topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or await _create_offsets_topic(broker)
     partition = broker.group_coordinator.partition_for(group_id)
     return _leader_of(broker, topic, partition)
 
 
-def _transaction_coordinator(broker, transactional_id: str) -> dict:
-    topic = transaction_state_topic(broker)
+async def _transaction_coordinator(broker, transactional_id: str) -> dict:
+    topic = await transaction_state_topic(broker)
     partition = broker.transaction_coordinator.partition_for(transactional_id)
     return _leader_of(broker, topic, partition)
 
@@ -83,10 +83,10 @@ def _leader_of(broker, topic, partition: int) -> dict:
     return {"node_id": node.id, "host": node.host, "port": node.port}
 
 
-def _create_offsets_topic(broker):
+async def _create_offsets_topic(broker):
     config = broker.config
     try:
-        topic = broker.admin_manager.create_topic(
+        topic = await broker.admin_manager.create_topic(
             GROUP_METADATA_TOPIC_NAME,
             config.get("offsets.topic.num.partitions"),
             config.get("offsets.topic.replication.factor"),

@@ -47,14 +47,14 @@ def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
     return coordinator
 
 
-def transaction_state_topic(broker: Any) -> Any:
+async def transaction_state_topic(broker: Any) -> Any:
     """``__transaction_state``, created as Kafka creates it when it does not exist yet."""
     existing = broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
     if existing is not None:
         return existing
     config = broker.config
     try:
-        topic = broker.admin_manager.create_topic(
+        topic = await broker.admin_manager.create_topic(
             TRANSACTION_STATE_TOPIC_NAME,
             config.get("transaction.state.log.num.partitions"),
             config.get("transaction.state.log.replication.factor"),
