@@ -33,6 +33,8 @@ from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.topics import TopicChange, TopicInfo
 from kcli.metadata.zk_client import KafkaZkClient
 from kcli.metadata.embedded import EmbeddedStore
+from kcli.metadata.store import MetadataStore, MetadataStoreError
+from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server, ServerSettings
@@ -77,6 +79,7 @@ class Broker:
         self._default_log_config: LogConfig = config.log_config()
         self._tasks: list[asyncio.Task] = []
         self._logs_loaded = False
+        self._registration: tuple = ((), None)
         self._stopped = asyncio.Event()
 
     @property
@@ -97,7 +100,7 @@ class Broker:
             load=False,
         )
         self.metadata_thread = thread = MetadataThread(loop)
-        store = await thread.call(EmbeddedStore, self.log_dirs[0])
+        store = await thread.call(self._open_metadata_store)
         self.zk_client = KafkaZkClient(store)
         await thread.call(self.zk_client.create_top_level_paths)
         self.metadata = MetadataCache(self.zk_client, thread)
@@ -113,6 +116,7 @@ class Broker:
         self.controller = KafkaController(self.zk_client, self.id, thread)
         await thread.call(self.metadata.start)
         self.cluster_id = await thread.call(self.zk_client.get_or_create_cluster_id)
+        await thread.call(self.zk_client.check_broker_id_free, self.id)
         self._check_meta_properties()
         self._check_open_file_limit()
         self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
@@ -121,7 +125,7 @@ class Broker:
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
         self.replica_manager = ReplicaManager(self.id, self.log_manager)
         self.producer_ids = ProducerIdManager(store, self.id)
-        await thread.call(self.controller.elect)
+        await thread.call(self.controller.startup)
         for topic in self.metadata.topics().values():
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
@@ -132,9 +136,44 @@ class Broker:
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
             self.endpoints.append((listener_name, bound_host, bound_port))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
-        await thread.call(self.zk_client.register_broker, self.id, endpoints, rack=self.config.get("broker.rack"))
+        self._registration = (endpoints, self.config.get("broker.rack"))
+        await thread.call(self._register)
+        store.on_new_session(lambda: thread.submit(self._on_new_session))
         self._schedule_periodic_work()
         log.info("[KafkaServer id=%d] started", self.id)
+
+    def _open_metadata_store(self) -> MetadataStore:
+        """ZooKeeper when ``zookeeper.connect`` is set, else the embedded tree in the first log dir."""
+        connect = self.config.get("zookeeper.connect")
+        if not connect:
+            return EmbeddedStore(self.log_dirs[0])
+        store = ZooKeeperStore(
+            connect,
+            session_timeout_ms=self.config.get("zookeeper.session.timeout.ms"),
+            connection_timeout_ms=self.config.get("zookeeper.connection.timeout.ms"),
+        )
+        log.info("Connecting to zookeeper on %s", connect)
+        try:
+            return store.start()
+        except MetadataStoreError as e:
+            raise KcliError(str(e)) from None
+
+    def _register(self) -> None:
+        """``/brokers/ids/<id>``, on the metadata thread."""
+        endpoints, rack = self._registration
+        self.zk_client.register_broker(self.id, endpoints, rack=rack)
+        log.info("Registered broker %d at path %s with addresses: %s", self.id, zk_paths.broker_id_path(self.id),
+                 ",".join(f"{e.listener_name}://{e.host}:{e.port}" for e in endpoints))
+
+    def _on_new_session(self) -> None:
+        """After a ZooKeeper session expired: register again and run for controller again, as
+        Kafka's broker does in its session handlers (the old session's ephemerals are gone)."""
+        self.controller.resign()
+        try:
+            self._register()
+        except KcliError as e:
+            log.error("Could not register again after a new ZooKeeper session: %s", e)
+        self.controller.try_elect()
 
     def advertised_endpoints(self) -> list[tuple[str, str, int]]:
         """(listener name, host, port) clients should use: advertised.listeners, ports as bound."""
@@ -333,7 +372,7 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.controller is not None:
-            self.controller.resign()
+            self.controller.shutdown()
         if self.metadata is not None:
             self.metadata.close()
         if self.zk_client is not None:

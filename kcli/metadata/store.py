@@ -206,6 +206,9 @@ def is_under(path: str, prefix: str) -> bool:
 class MetadataStore(ABC):
     """A znode tree with ZooKeeper's semantics; see the module docstring."""
 
+    # The id of the store's current session: the ``ephemeral_owner`` of the nodes it creates.
+    session_id: int
+
     @abstractmethod
     def get(self, path: str) -> tuple[bytes, Stat]:
         """The node's value and Stat; ``NoNodeError`` when it does not exist."""

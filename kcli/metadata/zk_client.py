@@ -87,8 +87,21 @@ class KafkaZkClient:
         try:
             self.store.create(path, zk.encode_broker_registration(registration), makepath=True, ephemeral=True)
         except NodeExistsError:
-            raise NodeExistsError(path, f"Broker id {broker_id} is already registered at {path}") from None
+            self.check_broker_id_free(broker_id)
+            raise
         return registration
+
+    def check_broker_id_free(self, broker_id: int) -> None:
+        """Kafka's refusal (KafkaZkClient.checkedEphemeralCreate) when another session holds
+        ``/brokers/ids/<id>``: checked before a broker loads anything, and at registration."""
+        path = zk.broker_id_path(broker_id)
+        stat = self.store.exists(path)
+        if stat is not None and stat.ephemeral_owner != self.store.session_id:
+            raise NodeExistsError(
+                path,
+                f"Error while creating ephemeral at {path}, node already exists and owner '{stat.ephemeral_owner}' "
+                f"does not match current session '{self.store.session_id}'",
+            )
 
     def registered_brokers(self) -> list[int]:
         """The ids of the registered (live) brokers, ascending."""

@@ -174,7 +174,7 @@ def test_broker_registration_is_ephemeral_and_unique(cluster, store):
     registration = zk.decode_broker_registration(data, 1)
     assert registration.endpoints == (zk.Endpoint("PLAINTEXT", "localhost", 9093),)
     assert cluster.zk.broker_registration(1) == registration
-    with pytest.raises(NodeExistsError, match="Broker id 1 is already registered"):
+    with pytest.raises(NodeExistsError, match=f"Error while creating ephemeral at /brokers/ids/1, node already exists and owner '{store.session_id}' does not match current session '{store.session_id}'"):
         cluster.zk.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
 
 
