@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import uuid
+from pathlib import Path
 
 import pytest
 from kio.schema.index import api_key_map
@@ -53,6 +55,38 @@ def test_the_stated_apis_are_kafka_39s_and_ones_kio_lacks():
             assert schema.flexible_versions.lowest == first_flexible
         assert [messages.has_version(key, v) for v in range(low - 1, high + 2)] == [False] + [True] * (high - low + 1) + [False]
         assert [messages.is_flexible(key, v) for v in range(low, high + 1)] == [v >= first_flexible for v in range(low, high + 1)]
+
+
+# For each message and version, the fields Kafka 3.9.0's JSON gives it, flattened (its "source" says how).
+KAFKA_39_MESSAGES = json.loads((Path(__file__).resolve().parents[1] / "data/kafka-3.9-inter-broker-messages.json").read_text())["messages"]
+
+
+def signature(st: StructSchema, version: int) -> str:
+    """A compiled struct at ``version``, written as the data file writes Kafka's."""
+    cv = st.possible.clamp(version)
+    parts = []
+    for f in st.fields:
+        if not f.present(cv):
+            continue
+        t, text = f.type, f.name + ":"
+        if t.kind == "array":
+            t, text = t.element, text + "[]"
+        text += "{" + signature(t.struct, version) + "}" if t.kind == "struct" else t.kind
+        text += "?" if f.nullable(cv) else ""
+        text += f"@{f.tag}" if f.tagged(cv) else ""
+        if f.type.kind in ("int8", "int16", "int32", "int64", "bool") and f.default_spec not in (0, False):
+            text += f"={str(f.default_spec).lower()}"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+@pytest.mark.parametrize("name", sorted(KAFKA_39_MESSAGES))
+def test_every_version_has_kafka_39s_fields(name):
+    kafka = KAFKA_39_MESSAGES[name]
+    api = stated_apis.STATED_APIS[kafka["apiKey"]]
+    schema = api.request if name.endswith("Request") else api.response
+    assert (schema.name, str(schema.valid_versions), str(schema.flexible_versions)) == (name, kafka["validVersions"], kafka["flexibleVersions"])
+    assert {str(v): signature(schema.struct, v) for v in range(schema.valid_versions.lowest, schema.valid_versions.highest + 1)} == kafka["versions"]
 
 
 def test_request_header_versions_follow_kafkas_api_message_type():
