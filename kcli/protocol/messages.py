@@ -25,7 +25,7 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as KioErrorCode
-from kio.schema.index import api_key_map
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
 from kcli.protocol import stated_apis
@@ -63,6 +63,17 @@ def request_type(api_key: int, version: int) -> type:
 @functools.cache
 def response_type(api_key: int, version: int) -> type:
     return load_response_schema(api_key, version)
+
+
+@functools.cache
+def known_versions(api_key: int) -> tuple[int, ...]:
+    """Every version of ``api_key`` kcli can read and write, lowest first; () for an unknown key."""
+    api = stated_apis.stated(api_key)
+    if api is not None:
+        valid = api.request.valid_versions
+        return tuple(range(valid.lowest, valid.highest + 1))
+    name = api_key_map.get(api_key)
+    return tuple(sorted(schema_name_map.get(name, {}))) if name is not None else ()
 
 
 def has_version(api_key: int, version: int) -> bool:

@@ -24,7 +24,17 @@ from kcli.broker.handlers import Api, api_versions
 from kcli.broker.server import Server
 from kcli.client.connection import BrokerConnection
 from kcli.errors import ErrorCode, KafkaError
-from tests.kafka_wire import NO_TAGS, array, compact_array, compact_string, i16, i32, i64, string, uuid_bytes
+from tests.kafka_wire import (
+    NO_TAGS,
+    array,
+    compact_array,
+    compact_string,
+    i16,
+    i32,
+    i64,
+    string,
+    uuid_bytes,
+)
 
 TIMEOUT = 10.0
 TOPIC_ID = uuid.UUID("6a1b5c3e-2f4d-4e8a-9b7c-0d1e2f3a4b5c")
