@@ -371,8 +371,8 @@ class Server:
                 if api_key == framing.API_VERSIONS_KEY:
                     return self._unsupported_api_versions(correlation_id)
                 raise CloseConnection(f"{api.name} version {api_version} is not served (versions {api.min_version}-{api.max_version})")
-            flexible = messages.is_flexible(api_key, api_version)
-            header, body_offset = framing.decode_request_header(frame, flexible)
+            header_version = messages.request_header_version(api_key, api_version)
+            header, body_offset = framing.decode_request_header(frame, header_version == 2, with_client_id=header_version > 0)
         except framing.InvalidRequest as e:
             raise CloseConnection(str(e)) from None
         try:

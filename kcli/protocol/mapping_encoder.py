@@ -31,7 +31,7 @@ from kio.serial import entity_writer
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, get_schema_field_type, is_optional
 
-from kcli.protocol import messages
+from kcli.protocol import messages, stated_apis
 from kcli.storage.varint import encode_unsigned_varint
 
 Write = Callable[[bytearray, Any], None]
@@ -46,10 +46,14 @@ def encode(entity_type: type, data: Mapping[str, Any]) -> bytes:
 
 
 def encode_request(api_key: int, version: int, data: Mapping[str, Any]) -> bytes:
+    if api_key in stated_apis.STATED_APIS:  # an API kio lacks, whose schema kcli states
+        return stated_apis.encode_request(api_key, version, data)
     return encode(messages.request_type(api_key, version), data)
 
 
 def encode_response(api_key: int, version: int, data: Mapping[str, Any]) -> bytes:
+    if api_key in stated_apis.STATED_APIS:
+        return stated_apis.encode_response(api_key, version, data)
     return encode(messages.response_type(api_key, version), data)
 
 
