@@ -123,22 +123,26 @@ class Broker:
         await loop.run_in_executor(None, self.log_manager.load_logs)
         self._logs_loaded = True
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
-        self.replica_manager = ReplicaManager(self.id, self.log_manager)
+        self.replica_manager = ReplicaManager(self.id, self.log_manager, self.metadata)
         self.producer_ids = ProducerIdManager(store, self.id)
+        # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
+        # for controller (a controller counts the brokers registered), take up the partitions
+        # this broker leads, and only then accept requests.
+        for listener_name, host, port in self.config.listeners:
+            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False)))
+        endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
+        self._registration = (endpoints, self.config.get("broker.rack"))
+        await thread.call(self._register)
+        store.on_new_session(lambda: thread.submit(self._on_new_session))
         await thread.call(self.controller.startup)
         for topic in self.metadata.topics().values():
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
         self.group_coordinator = start_group_coordinator(self)
         self.transaction_coordinator = start_transaction_coordinator(self)
-        for listener_name, host, port in self.config.listeners:
-            bound_host, bound_port = await self.server.listen(host, port, listener_name)
+        for _, bound_host, bound_port in self.endpoints:
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
-            self.endpoints.append((listener_name, bound_host, bound_port))
-        endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
-        self._registration = (endpoints, self.config.get("broker.rack"))
-        await thread.call(self._register)
-        store.on_new_session(lambda: thread.submit(self._on_new_session))
+        self.server.start_accepting()
         self._schedule_periodic_work()
         log.info("[KafkaServer id=%d] started", self.id)
 
@@ -319,6 +323,11 @@ class Broker:
             self.fetch_sessions.remove_topic(name)
             return
         self._host_topic(topic)
+        # Partitions this broker led and leads no more (offline, or led elsewhere) stop here;
+        # their logs stay.
+        lost = [index for index in hosted if index not in topic.partitions or topic.partitions[index].leader != self.id]
+        if lost:
+            self.replica_manager.stop_replicas(name, lost, delete=False)
         self.replica_manager.update_config(name)
 
     # -- periodic work -----------------------------------------------------------------------------
