@@ -1,6 +1,6 @@
 """The producer: records batched per partition, sent to each partition's leader.
 
-``Producer`` runs on a ``Cluster`` and takes the Java producer's settings by their property names
+``Producer`` runs on a ``NetworkClient`` and takes the Java producer's settings by their property names
 (``Producer.from_properties(cluster_or_bootstrap, {"acks": "all", "linger.ms": "5"})``)::
 
     async with Producer.from_properties("127.0.0.1:9092", {"compression.type": "lz4"}) as producer:
@@ -54,8 +54,9 @@ from typing import Any, NamedTuple
 
 from crc32c import crc32c
 
-from kcli.client.cluster import STALE_METADATA, Cluster
 from kcli.client.connection import BrokerConnection, error_code
+from kcli.client.metadata import STALE_METADATA
+from kcli.client.network_client import NetworkClient
 from kcli.client.partitioner import StickyPartitioner, partition_for_key
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
@@ -505,13 +506,13 @@ class RecordFuture(tuple):
 class Producer:
     """A Kafka producer; see the module docstring. Use ``async with`` or ``start()``/``close()``."""
 
-    def __init__(self, cluster: Cluster | str, config: ProducerConfig | None = None) -> None:
+    def __init__(self, cluster: NetworkClient | str, config: ProducerConfig | None = None) -> None:
         self.config = config = config or ProducerConfig()
-        if isinstance(cluster, Cluster):
+        if isinstance(cluster, NetworkClient):
             self.cluster = cluster
             self._owns_cluster = False
         else:
-            self.cluster = Cluster(
+            self.cluster = NetworkClient(
                 cluster,
                 client_id=config.client_id or _next_client_id(),
                 request_timeout=config.request_timeout_ms / 1000,
@@ -564,9 +565,9 @@ class Producer:
 
     @classmethod
     def from_properties(
-        cls, cluster: Cluster | str | None, props: Mapping[str, str], *, warn: Callable[[str], None] | None = None
+        cls, cluster: NetworkClient | str | None, props: Mapping[str, str], *, warn: Callable[[str], None] | None = None
     ) -> Producer:
-        """A producer from Java producer properties. ``cluster`` is a Cluster to share, or a
+        """A producer from Java producer properties. ``cluster`` is a NetworkClient to share, or a
         bootstrap list (``None``: the ``bootstrap.servers`` property)."""
         config = ProducerConfig.from_properties(props, warn=warn)
         if cluster is None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from kcli.client.cluster import Cluster
 from kcli.client.consumer import Consumer
+from kcli.client.network_client import NetworkClient
 from kcli.client.producer import ProducerConfig
 
 
@@ -17,7 +17,7 @@ def test_producer_config_warning_goes_to_the_log(capsys, caplog):
 
 
 def test_consumer_config_warning_goes_to_the_log(capsys, caplog):
-    cluster = Cluster("127.0.0.1:9")  # never connected: the properties are read before any request
+    cluster = NetworkClient("127.0.0.1:9")  # never connected: the properties are read before any request
     with caplog.at_level(logging.WARNING, logger="kcli.client.consumer"):
         Consumer.from_properties(cluster, {"no.such.thing": "1"})
     assert capsys.readouterr() == ("", "")

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from kcli.client import producer as producer_module
-from kcli.client.cluster import Cluster, Metadata, Node, PartitionInfo, TopicInfo
+from kcli.client.metadata import Metadata, Node, PartitionInfo, TopicInfo
+from kcli.client.network_client import NetworkClient
 from kcli.client.partitioner import partition_for_key
 from kcli.client.producer import BufferFull, Producer, ProducerConfig, RecordMetadata, encode_produce_request, encode_record
 from kcli.errors import ErrorCode, KafkaError, KcliError
@@ -134,7 +135,7 @@ class FakeConnection:
         return self.broker.write(self, api_key, version, body, expect_response=expect_response)
 
 
-class FakeCluster(Cluster):
+class FakeCluster(NetworkClient):
     client_id = "test-producer"
 
     def __init__(self, broker: ScriptedBroker) -> None:  # no connections: the scripted broker answers
