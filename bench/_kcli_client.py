@@ -19,7 +19,8 @@ from _loadgen import produce_runs, value_pool  # noqa: E402
 
 from kcli.client.consumer import Consumer, TopicPartition  # noqa: E402
 from kcli.client.network_client import NetworkClient  # noqa: E402
-from kcli.client.producer import BufferFull, Producer  # noqa: E402
+from kcli.client.producer import Producer  # noqa: E402
+from kcli.client.record_accumulator import BufferFull  # noqa: E402
 
 
 def emit(result: dict[str, Any]) -> None:

@@ -6,11 +6,11 @@ import logging
 
 from kcli.client.consumer import Consumer
 from kcli.client.network_client import NetworkClient
-from kcli.client.producer import ProducerConfig
+from kcli.client.producer_config import ProducerConfig
 
 
 def test_producer_config_warning_goes_to_the_log(capsys, caplog):
-    with caplog.at_level(logging.WARNING, logger="kcli.client.producer"):
+    with caplog.at_level(logging.WARNING, logger="kcli.client.producer_config"):
         ProducerConfig.from_properties({"no.such.thing": "1"})
     assert capsys.readouterr() == ("", "")
     assert [r.getMessage() for r in caplog.records] == ["The configuration 'no.such.thing' was supplied but isn't a known config."]
