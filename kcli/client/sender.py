@@ -264,14 +264,6 @@ class Sender:
         )
         self._complete(batch, -1, -1, error)
 
-    def _take(self, queue: PartitionQueue, batch: ProducerBatch) -> None:
-        if queue.retries and queue.retries[0] is batch:
-            queue.retries.pop(0)
-        elif queue.closed and queue.closed[0] is batch:
-            queue.closed.pop(0)
-        elif queue.open is batch:
-            queue.open = None
-
     def _connect(self, node: int) -> None:
         if node in self._connecting:
             return
@@ -313,12 +305,6 @@ class Sender:
                 transactions.sent(batch)
         if batches:
             self._produce(node, connection, batches)
-
-    def _estimated_size(self, batch: ProducerBatch) -> int:
-        """The batch's size on the wire before it is built: compressed by its topic's observed ratio."""
-        if not self._codec:
-            return batch.size
-        return RECORD_BATCH_OVERHEAD + int((batch.size - RECORD_BATCH_OVERHEAD) * batch.queue.topic.ratio)
 
     def _write(self, batch: ProducerBatch) -> int:
         """Build the batch's bytes (again, after a producer id change) and return their size."""

@@ -14,24 +14,14 @@ from pathlib import Path
 import pytest
 
 from kcli.storage.compression import CompressionType
-from kcli.storage.records import (
-    RECORD_BATCH_OVERHEAD,
-    RecordBatch,
-    batch_attributes,
-    iter_batches,
-    write_header,
-)
+from kcli.storage.records import RECORD_BATCH_OVERHEAD, RecordBatch, batch_attributes, iter_batches, write_header
 
 SEGMENTS = Path(__file__).resolve().parents[2].parent / "shared" / "kafka-segments"
-# Why this module may skip: its subject is bytes a real Kafka broker wrote. They live in
-# ../shared beside the project and may not be copied into it, so on a checkout without ../shared
-# there is nothing Kafka wrote to compare with; wherever ../shared is present the module runs.
-if not SEGMENTS.is_dir():
-    pytest.skip(f"Kafka segment fixtures not found at {SEGMENTS}", allow_module_level=True)
+pytestmark = pytest.mark.skipif(not SEGMENTS.is_dir(), reason="../shared/kafka-segments (real Kafka data) is not present")
 
 
 def kafka_batches() -> list[tuple[str, bytes]]:
-    found = []
+    found: list[tuple[str, bytes]] = []
     for path in sorted(SEGMENTS.glob("*/kafka-logs/*/*.log")):
         data = path.read_bytes()
         for batch in iter_batches(data):
