@@ -625,7 +625,12 @@ def write_header(
         buffer, 0, base_offset, len(buffer) - LOG_OVERHEAD, partition_leader_epoch, 2, 0, attributes,
         last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, record_count,
     )
-    _UINT32.pack_into(buffer, CRC_OFFSET, crc32c(memoryview(buffer)[ATTRIBUTES_OFFSET:]))
+    _write_crc(buffer, 0, len(buffer))
+
+
+def _write_crc(buffer: bytearray | memoryview, position: int, end: int) -> None:
+    """The CRC-32C of the batch at ``position`` (attributes .. ``end``) into its crc field."""
+    _UINT32.pack_into(buffer, position + CRC_OFFSET, crc32c(memoryview(buffer)[position + ATTRIBUTES_OFFSET : end]))
 
 
 _ZERO = b"\x00"
@@ -742,8 +747,7 @@ def set_log_append_time(buffer: bytearray | memoryview, position: int, timestamp
     _INT16.pack_into(buffer, position + ATTRIBUTES_OFFSET, attributes | _TIMESTAMP_TYPE_MASK)
     _INT64.pack_into(buffer, position + 35, timestamp)
     size = _INT32.unpack_from(buffer, position + 8)[0] + LOG_OVERHEAD
-    view = memoryview(buffer)
-    _UINT32.pack_into(buffer, position + CRC_OFFSET, crc32c(view[position + ATTRIBUTES_OFFSET : position + size]))
+    _write_crc(buffer, position, position + size)
 
 
 class LegacyBatch:
