@@ -19,7 +19,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kcli.client.connection import error_code
+from kcli.client.producer_config import INT32_MAX
+from kcli.client.record_accumulator import batch_order
 from kcli.errors import ErrorCode, KafkaError
+from kcli.storage.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 if TYPE_CHECKING:
     from kcli.client.network_client import NetworkClient
@@ -28,9 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INIT_PRODUCER_ID = 22
-INT32_MAX = 2**31 - 1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 
 
 class _PartitionSequences:
@@ -148,7 +148,3 @@ class TransactionManager:
         forever, so the producer takes a new id."""
         if batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
             self.reset_needed = True
-
-
-def batch_order(batch: ProducerBatch) -> int:
-    return batch.id
