@@ -25,7 +25,7 @@ from kcli.client.partitioner import StickyPartitioner, partition_for_key
 from kcli.client.producer_config import INT32_MAX, ProducerConfig
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.compression import CompressionType, compress
-from kcli.storage.records import NO_PARTITION_LEADER_EPOCH, RECORD_BATCH_OVERHEAD, decode_record_fields, write_header
+from kcli.storage.records import NO_PARTITION_LEADER_EPOCH, RECORD_BATCH_OVERHEAD, decode_record_fields, encode_record_fields, write_header
 from kcli.storage.varint import encode_varint
 
 if TYPE_CHECKING:
@@ -41,8 +41,6 @@ _EMPTY = bytearray()
 
 # Zig-zag varints of the small non-negative numbers a record is mostly made of (lengths, deltas).
 _VARINT = [encode_varint(i) for i in range(1 << 14)]
-_VARINT_LIMIT = len(_VARINT)
-_NULL = encode_varint(-1)
 
 
 class RecordMetadata(NamedTuple):
@@ -54,33 +52,6 @@ class RecordMetadata(NamedTuple):
 
 class BufferFull(KcliError):
     """``send_nowait`` found ``buffer.memory`` bytes waiting to be sent."""
-
-
-def _varint(n: int) -> bytes:
-    return _VARINT[n] if 0 <= n < _VARINT_LIMIT else encode_varint(n)
-
-
-def encode_record(
-    timestamp_delta: int, offset_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]] = ()
-) -> bytes:
-    """One v2 record with its length prefix (the layout in ``kcli.storage.records``)."""
-    key_part = _NULL if key is None else _varint(len(key)) + key
-    value_part = _NULL if value is None else _varint(len(value)) + value
-    if headers:
-        pieces = [_varint(len(headers))]
-        for header_key, header_value in headers:
-            name = header_key.encode("utf-8")
-            pieces.append(_varint(len(name)))
-            pieces.append(name)
-            pieces.append(_NULL if header_value is None else _varint(len(header_value)) + header_value)
-        header_part = b"".join(pieces)
-    else:
-        header_part = b"\x00"
-    td = _varint(timestamp_delta)
-    od = _varint(offset_delta)
-    size = 1 + len(td) + len(od) + len(key_part) + len(value_part) + len(header_part)
-    return b"".join((_varint(size), b"\x00", td, od, key_part, value_part, header_part))
-
 
 
 class TopicQueues:
@@ -346,16 +317,16 @@ class RecordAccumulator:
                         _VARINT[len(td) + len(od) + len(kl) + len(key) + len(vl) + size + 2], b"\x00", td, od, kl, key, vl, value, b"\x00",
                     ))
             except IndexError:  # a number past the table: the general encoder
-                record = encode_record(delta, index, key, value, headers)
+                record = encode_record_fields(delta, index, key, value, headers)
         else:
-            record = encode_record(delta, index, key, value, headers)
+            record = encode_record_fields(delta, index, key, value, headers)
         size = len(record)
         if batch.size + size > batch.limit:
             if index:
                 self.close_batch(queue, batch)
                 batch = self.open_batch(queue, timestamp)
                 index = 0
-                record = encode_record(0, 0, key, value, headers)
+                record = encode_record_fields(0, 0, key, value, headers)
                 size = len(record)
             if size > self._max_record or size + RECORD_BATCH_OVERHEAD > self.buffer_memory:
                 self.drop_if_empty(queue, batch)
@@ -482,7 +453,7 @@ class RecordAccumulator:
             child.id = batch.id  # keeps the place of the batch it replaces
             for i, (_od, ts_delta, key, value, headers) in enumerate(part):
                 timestamp = batch.base_timestamp + ts_delta
-                child.parts.append(encode_record(timestamp - first_ts, i, key, value, headers))
+                child.parts.append(encode_record_fields(timestamp - first_ts, i, key, value, headers))
                 child.max_timestamp = max(child.max_timestamp, timestamp)
             child.count = len(part)
             child.size = RECORD_BATCH_OVERHEAD + sum(map(len, child.parts))

@@ -518,21 +518,35 @@ def _decode_headers(data: bytes, pos: int, record_end: int) -> tuple[tuple[tuple
 
 def encode_record(record: NewRecord, offset_delta: int, base_timestamp: int) -> bytes:
     """One record in the v2 format, with its length prefix."""
-    key, value = record.key, record.value
-    parts = [
-        b"\x00",
-        encode_varint(record.timestamp - base_timestamp),
-        encode_varint(offset_delta),
-        encode_varint(-1) if key is None else encode_varint(len(key)) + key,
-        encode_varint(-1) if value is None else encode_varint(len(value)) + value,
-        encode_varint(len(record.headers)),
-    ]
-    for hkey, hvalue in record.headers:
-        kb = hkey.encode("utf-8")
-        parts.append(encode_varint(len(kb)) + kb)
-        parts.append(encode_varint(-1) if hvalue is None else encode_varint(len(hvalue)) + hvalue)
-    body = b"".join(parts)
-    return encode_varint(len(body)) + body
+    return encode_record_fields(record.timestamp - base_timestamp, offset_delta, record.key, record.value, record.headers)
+
+
+def _varint(n: int) -> bytes:
+    return SMALL_VARINTS[n] if 0 <= n < SMALL_VARINTS_LIMIT else encode_varint(n)
+
+
+def encode_record_fields(
+    timestamp_delta: int, offset_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]] = ()
+) -> bytes:
+    """One v2 record from its fields, with its length prefix: the record writer every builder
+    uses (the producer's append and ``MemoryRecordsBuilder`` inline the same layout for records
+    without headers)."""
+    key_part = NULL_VARINT if key is None else _varint(len(key)) + key
+    value_part = NULL_VARINT if value is None else _varint(len(value)) + value
+    if headers:
+        pieces = [_varint(len(headers))]
+        for header_key, header_value in headers:
+            name = header_key.encode("utf-8")
+            pieces.append(_varint(len(name)))
+            pieces.append(name)
+            pieces.append(NULL_VARINT if header_value is None else _varint(len(header_value)) + header_value)
+        header_part = b"".join(pieces)
+    else:
+        header_part = b"\x00"
+    td = _varint(timestamp_delta)
+    od = _varint(offset_delta)
+    size = 1 + len(td) + len(od) + len(key_part) + len(value_part) + len(header_part)
+    return b"".join((_varint(size), b"\x00", td, od, key_part, value_part, header_part))
 
 
 def build_batch(

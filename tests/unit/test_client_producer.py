@@ -23,13 +23,13 @@ from kcli.client.network_client import NetworkClient
 from kcli.client.partitioner import partition_for_key
 from kcli.client.producer import Producer
 from kcli.client.producer_config import ProducerConfig
-from kcli.client.record_accumulator import BufferFull, RecordMetadata, encode_record
+from kcli.client.record_accumulator import BufferFull, RecordMetadata
 from kcli.client.sender import encode_produce_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
 from kcli.storage import records
 from kcli.storage.compression import CompressionType
-from kcli.storage.records import NewRecord, RecordBatch
+from kcli.storage.records import NewRecord, RecordBatch, encode_record_fields
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -197,7 +197,7 @@ RECORD_CASES = [
 @pytest.mark.parametrize(("ts_delta", "offset_delta", "key", "value", "headers"), RECORD_CASES)
 def test_record_encoding_matches_the_storage_writer(ts_delta, offset_delta, key, value, headers):
     expected = records.encode_record(NewRecord(key, value, 1000 + ts_delta, headers), offset_delta, 1000)
-    assert encode_record(ts_delta, offset_delta, key, value, headers) == expected
+    assert encode_record_fields(ts_delta, offset_delta, key, value, headers) == expected
 
 
 @pytest.mark.parametrize("codec", list(CompressionType))
