@@ -113,6 +113,9 @@ def test_list_describe_and_describe_producers_show_an_open_transaction(broker, k
     assert len(ours) == 1
     _, coordinator, producer_id, state = ours[0]
     assert (coordinator, state) == ("0", "Ongoing")
+    # --duration-filter (ListTransactions v1): only transactions open longer than it.
+    assert transactional_id in [row[0] for row in table(kcli(broker.bootstrap, "list", "--duration-filter", "0"), LIST)]
+    assert transactional_id not in [row[0] for row in table(kcli(broker.bootstrap, "list", "--duration-filter", "3600000"), LIST)]
 
     [row] = table(kcli(broker.bootstrap, "describe", "--transactional-id", transactional_id), DESCRIBE)
     assert row[:6] == ["0", transactional_id, producer_id, "0", "Ongoing", "60000"]  # librdkafka's transaction.timeout.ms
