@@ -246,7 +246,7 @@ def _raise_producers_error(tp: TopicPartition, code: int, message: str | None, b
         return
     error = ErrorCode.for_code(code)
     if error is ErrorCode.NOT_LEADER_OR_FOLLOWER and broker_id is not None:
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to describe active producers for partition {tp} on brokerId {broker_id}")
+        raise KafkaError(_final(error), f"Failed to describe active producers for partition {tp} on brokerId {broker_id}")
     if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
         raise KafkaError(error, f"{error.message} ({tp})")  # retriable: the leader is looked up again
     if error is ErrorCode.INVALID_TOPIC_EXCEPTION:

@@ -112,6 +112,12 @@ def print_table(out: Output, headers: Sequence[str], rows: list[list[Any]]) -> N
     out.table(list(headers), texts[1:], plain, leading_blank=False)
 
 
+def _whole_minutes(millis: int) -> int:
+    """TimeUnit.MILLISECONDS.toMinutes: Java's division, truncating toward zero."""
+    minutes = abs(millis) // 60_000
+    return -minutes if millis < 0 else minutes
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -211,7 +217,7 @@ def find_hanging(
     now = _now_ms()
     rows = [
         [tp.topic, tp.partition, p.producer_id, p.producer_epoch, -1 if p.coordinator_epoch is None else p.coordinator_epoch,
-         p.current_transaction_start_offset, p.last_timestamp, (now - p.last_timestamp) // 60_000]
+         p.current_transaction_start_offset, p.last_timestamp, _whole_minutes(now - p.last_timestamp)]
         for tp, p in hanging
     ]
     print_table(out, HANGING_HEADERS, rows)

@@ -330,3 +330,13 @@ def test_describe_lists_the_partitions_in_the_order_of_kafkas_hash_set(broker):
         assert row[8] == "t-2,t-1,t-0"
     finally:
         producer.abort_transaction(TIMEOUT)
+
+
+def test_find_hanging_truncates_durations_toward_zero_as_java_does(unverified_broker, unique_topic):
+    """A write stamped 3 minutes ahead, searched with a negative timeout: Duration(min) is
+    TimeUnit.MILLISECONDS.toMinutes of a little under -3 minutes, which Java truncates to -2."""
+    broker = unverified_broker
+    topic = unique_topic()
+    producer_id, _epoch, _start = hanging_write(broker, topic, minutes_ago=-3)
+    [row] = table(kcli(broker.bootstrap, "find-hanging", "--topic", topic, "--max-transaction-timeout", "-10"), HANGING)
+    assert row[2] == str(producer_id) and row[7] == "-2"
