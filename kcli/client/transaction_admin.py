@@ -1,6 +1,6 @@
 """Transactions as an operator sees them: the admin calls behind kafka-transactions.sh.
 
-``TransactionAdmin`` wraps a ``Cluster`` (``cluster.call``, ``coordinator``, ``leader``,
+``TransactionAdmin`` wraps a ``NetworkClient`` (``cluster.call``, ``coordinator``, ``leader``,
 ``retrying``) with the calls Kafka's Admin client makes for TransactionsCommand:
 
 - ``list_transactions``: ListTransactions at every broker (each coordinator holds its own ids),
@@ -25,8 +25,8 @@ import datetime
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
-from kcli.client.cluster import Cluster
 from kcli.client.connection import error_code
+from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
 
@@ -90,9 +90,9 @@ class AbortTransactionSpec:
 
 
 class TransactionAdmin:
-    """Transaction calls over one ``Cluster``."""
+    """Transaction calls over one ``NetworkClient``."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: NetworkClient) -> None:
         self.cluster = cluster
 
     # -- ListTransactions ----------------------------------------------------------------------------

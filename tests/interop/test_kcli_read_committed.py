@@ -16,8 +16,8 @@ from typing import TypeVar
 
 from confluent_kafka import Producer
 
-from kcli.client.cluster import Cluster
 from kcli.client.consumer import Consumer, TopicPartition
+from kcli.client.network_client import NetworkClient
 from test_confluent_kafka_transactions import TIMEOUT, create_topics, transactional_producer
 
 T = TypeVar("T")
@@ -65,7 +65,7 @@ def write_interleaved(bootstrap: str, topic: str, prefix: str) -> tuple[list[byt
 async def kcli_read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
     """Every value kcli's consumer reads from the start to the end of each partition (the last
     stable offset for read_committed, which end_offsets answers)."""
-    async with Cluster(bootstrap) as cluster:
+    async with NetworkClient(bootstrap) as cluster:
         consumer = Consumer.from_properties(cluster, {"isolation.level": isolation, "auto.offset.reset": "earliest"})
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)

@@ -9,7 +9,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from kcli.client.cluster import Cluster
+from kcli.client.network_client import NetworkClient
 from kcli.client.transaction_admin import AbortTransactionSpec, TransactionAdmin, transaction_state
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
@@ -20,7 +20,7 @@ SPEC = AbortTransactionSpec(TP, 7, 2, 5)
 
 def scripted(answers: list) -> tuple[TransactionAdmin, list]:
     """An admin over a cluster whose calls answer ``answers`` in turn; returns the calls made."""
-    cluster = Cluster("127.0.0.1:1", retries=3, retry_backoff=0.001, retry_backoff_max=0.001)
+    cluster = NetworkClient("127.0.0.1:1", retries=3, retry_backoff=0.001, retry_backoff_max=0.001)
     calls: list = []
 
     async def call(node, api_key, fields, **_):
