@@ -17,9 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _loadgen import produce_runs, value_pool  # noqa: E402
 
-from kcli.client.cluster import Cluster  # noqa: E402
 from kcli.client.consumer import Consumer, TopicPartition  # noqa: E402
-from kcli.client.producer import BufferFull, Producer  # noqa: E402
+from kcli.client.network_client import NetworkClient  # noqa: E402
+from kcli.client.producer import Producer  # noqa: E402
+from kcli.client.record_accumulator import BufferFull  # noqa: E402
 
 
 def emit(result: dict[str, Any]) -> None:
@@ -29,7 +30,7 @@ def emit(result: dict[str, Any]) -> None:
 async def produce(params: dict[str, Any]) -> None:
     targets = [tuple(t) for t in params["partitions"]]
     count, size = params["count"], params["value_size"]
-    async with Cluster(params["bootstrap"]) as cluster:
+    async with NetworkClient(params["bootstrap"]) as cluster:
         producer = Producer.from_properties(cluster, {
             "linger.ms": str(params.get("linger_ms", 5)),
             "batch.size": str(1 << 20),
@@ -71,7 +72,7 @@ async def produce(params: dict[str, Any]) -> None:
 
 async def consume(params: dict[str, Any]) -> None:
     count = params["count"]
-    async with Cluster(params["bootstrap"]) as cluster:
+    async with NetworkClient(params["bootstrap"]) as cluster:
         consumer = Consumer(cluster, auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=10_000)
         consumer.assign([TopicPartition(t, p) for t, p in params["partitions"]])
         await consumer.seek_to_beginning()

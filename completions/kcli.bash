@@ -29,14 +29,20 @@ _kcli() {
             "/producer-perf-test") path="producer-perf-test" ;;
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
+            "/transactions") path="transactions" ;;
             "/zookeeper") path="zookeeper" ;;
             "broker/start") path="broker/start" ;;
+            "transactions/abort") path="transactions/abort" ;;
+            "transactions/describe") path="transactions/describe" ;;
+            "transactions/describe-producers") path="transactions/describe-producers" ;;
+            "transactions/find-hanging") path="transactions/find-hanging" ;;
+            "transactions/list") path="transactions/list" ;;
             "zookeeper/start") path="zookeeper/start" ;;
         esac
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics zookeeper --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -265,6 +271,48 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --output --help" -- "$cur")) ;;
+        "transactions")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "abort describe describe-producers find-hanging list --bootstrap-server --command-config --output --help" -- "$cur")) ;;
+        "transactions/abort")
+            case "$prev" in
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --partition) COMPREPLY=(); return ;;
+                --start-offset) COMPREPLY=(); return ;;
+                --producer-id) COMPREPLY=(); return ;;
+                --producer-epoch) COMPREPLY=(); return ;;
+                --coordinator-epoch) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--topic --partition --start-offset --producer-id --producer-epoch --coordinator-epoch --help" -- "$cur")) ;;
+        "transactions/describe")
+            case "$prev" in
+                --transactional-id) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--transactional-id --help" -- "$cur")) ;;
+        "transactions/describe-producers")
+            case "$prev" in
+                --broker-id) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --partition) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--broker-id --topic --partition --help" -- "$cur")) ;;
+        "transactions/find-hanging")
+            case "$prev" in
+                --broker-id) COMPREPLY=(); return ;;
+                --max-transaction-timeout) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --partition) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--broker-id --max-transaction-timeout --topic --partition --help" -- "$cur")) ;;
+        "transactions/list")
+            case "$prev" in
+                --duration-filter) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--duration-filter --help" -- "$cur")) ;;
         "zookeeper")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "zookeeper/start")

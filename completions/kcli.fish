@@ -34,6 +34,7 @@ complete -c kcli -n '__fish_use_subcommand' -a mirror -d 'Copy topics from one c
 complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool is used to verify the producer performance'
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
+complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
@@ -319,6 +320,47 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
+
+# transactions
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -a abort -d 'abort a hanging transaction (requires administrative privileges)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -a describe -d 'describe the state of an active transactional-id'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -a describe-producers -d 'describe the states of active producers for a topic partition'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -a find-hanging -d 'find hanging transactions'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -a list -d 'list transactions'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -l bootstrap-server -x -d 'hostname and port for the broker to connect to, in the form `host:port` (multiple comma-separated entries can be given)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -l command-config -x -d 'property file containing configs to be passed to admin client'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -l output -x -a 'plain json' -d 'plain: Kafka\'s tab-separated table; json: one JSON object per row'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -l help -d 'Show this message and exit'
+
+# transactions abort
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l topic -x -a '(__kcli_names topics)' -d 'topic name'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l partition -x -d 'partition number'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l start-offset -x -d 'start offset of the transaction to abort (brokers on versions 3.0 and above)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l producer-id -x -d 'producer id (brokers on versions older than 3.0)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l producer-epoch -x -d 'producer epoch (brokers on versions older than 3.0)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l coordinator-epoch -x -d 'coordinator epoch (brokers on versions older than 3.0)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l help -d 'Show this message and exit'
+
+# transactions describe
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe' -l transactional-id -x -d 'transactional id'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe' -l help -d 'Show this message and exit'
+
+# transactions describe-producers
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l broker-id -x -d 'optional broker id to describe the producer state on a specific replica'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l topic -x -a '(__kcli_names topics)' -d 'topic name'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l partition -x -d 'partition number'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l help -d 'Show this message and exit'
+
+# transactions find-hanging
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l broker-id -x -d 'broker id to search for hanging transactions'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l max-transaction-timeout -x -d 'maximum transaction timeout in minutes to limit the scope of the search'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l topic -x -a '(__kcli_names topics)' -d 'topic name to limit search to'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l partition -x -d 'partition number'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l help -d 'Show this message and exit'
+
+# transactions list
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l duration-filter -x -d 'Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l help -d 'Show this message and exit'
 
 # zookeeper
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -a start -d 'Start ZooKeeper in the foreground with a zookeeper.properties file (default: Kafka\'s config/zookeeper.properties: dataDir=/tmp/zookeeper, clientPort=2181)'

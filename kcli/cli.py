@@ -28,6 +28,7 @@ from kcli.tools import (
     producer_perf_test,
     stats,
     topics,
+    transactions,
     zookeeper,
 )
 
@@ -71,6 +72,7 @@ for tool in (
     import_,
     mirror,
     stats,
+    transactions,
     complete_names,
 ):
     tool.register(app)

@@ -44,6 +44,12 @@ def topic_partition_hash(topic: str, partition: int) -> int:
     return signed32(31 * signed32(31 + partition) + string_hash(topic))
 
 
+def long_hash(n: int) -> int:
+    """Java's ``Long.hashCode``: ``(int) (value ^ (value >>> 32))``."""
+    n &= 0xFFFF_FFFF_FFFF_FFFF
+    return signed32(n ^ (n >> 32))
+
+
 def utils_abs(n: int) -> int:
     """Kafka's ``Utils.abs``: ``Integer.MIN_VALUE`` becomes 0 (``Math.abs`` would leave it negative)."""
     return 0 if n == INT_MIN else abs(n)

@@ -1,6 +1,6 @@
 """Admin calls for the tools: topics, partitions, configs, offsets, records, the cluster, API versions.
 
-``Admin`` wraps a ``Cluster`` and sends each call where Kafka's admin client sends it: topic
+``Admin`` wraps a ``NetworkClient`` and sends each call where Kafka's admin client sends it: topic
 creation, deletion and partition growth to the controller; configs of one broker to that broker
 and other configs to any broker; offsets and record deletion to each partition's leader, one
 request per leader. Calls that name many items answer per item: every result carries its own
@@ -24,8 +24,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from kcli.client.cluster import Cluster, Node, TopicInfo
 from kcli.client.connection import CLIENT_MAX_VERSIONS, error_code
+from kcli.client.metadata import Node, TopicInfo
+from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
 from kcli.protocol import messages
@@ -227,9 +228,9 @@ def _error_of(item: Any) -> KafkaError | None:
 
 
 class Admin:
-    """Admin calls over one ``Cluster``; every method is a coroutine."""
+    """Admin calls over one ``NetworkClient``; every method is a coroutine."""
 
-    def __init__(self, cluster: Cluster, *, timeout_ms: int = 30000) -> None:
+    def __init__(self, cluster: NetworkClient, *, timeout_ms: int = 30000) -> None:
         self.cluster = cluster
         self.timeout_ms = timeout_ms
 

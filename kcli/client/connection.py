@@ -61,6 +61,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     20: 6,  # DeleteTopics
     21: 2,  # DeleteRecords
     22: 4,  # InitProducerId
+    27: 1,  # WriteTxnMarkers (v0 has no schema in the message layer)
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs
     35: 4,  # DescribeLogDirs
@@ -69,6 +70,9 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     44: 1,  # IncrementalAlterConfigs
     47: 0,  # OffsetDelete
     60: 1,  # DescribeCluster
+    61: 0,  # DescribeProducers
+    65: 0,  # DescribeTransactions
+    66: 1,  # ListTransactions
     # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown: every version kcli states.
     **stated_apis.highest_versions(),
 }

@@ -1,9 +1,9 @@
 """The consumer: manual assignment or group subscription, positions, poll, offset commits.
 
-``Consumer`` is built on a ``Cluster`` and speaks the Java consumer's vocabulary (its settings
+``Consumer`` is built on a ``NetworkClient`` and speaks the Java consumer's vocabulary (its settings
 take the Java property names through ``from_properties``). Partitions come either from
 ``assign`` (no group management) or from ``subscribe`` (the classic group protocol, see
-``membership.py``; assignors in ``assignors.py``). ``poll`` joins or rejoins the group when
+``consumer_coordinator.py``; assignors in ``assignors.py``). ``poll`` joins or rejoins the group when
 needed, commits automatically every ``auto_commit_interval_ms`` when enabled, finds a position
 for every partition that has none (the committed offset, else ``auto_offset_reset``), and returns
 records the fetcher (``fetcher.py``) decoded.
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kcli.client.assignors import ASSIGNOR_CLASS_NAMES, Assignor, assignors_by_name
-from kcli.client.cluster import Cluster
+from kcli.client.consumer_coordinator import CommitFailedError, ConsumerCoordinator
 from kcli.client.fetcher import (
     EARLIEST,
     LATEST,
@@ -43,7 +43,7 @@ from kcli.client.fetcher import (
     NoOffsetForPartitionError,
     TopicPartition,
 )
-from kcli.client.membership import CommitFailedError, GroupMembership
+from kcli.client.network_client import NetworkClient
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 __all__ = [
@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 
 Callback = Callable[[list[TopicPartition]], Any]
 
-# Java consumer property -> (Consumer keyword, converter). Properties handled by the Cluster or
+# Java consumer property -> (Consumer keyword, converter). Properties handled by the NetworkClient or
 # meaningless here are listed in _ACCEPTED below and taken without effect.
 CONSUMER_PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {}
 
@@ -148,7 +148,7 @@ CONSUMER_PROPERTIES.update(
 )
 
 # Known Java consumer settings that kcli takes without acting on them (connection-level ones are
-# the Cluster's; deserializers do not apply: records are bytes).
+# the NetworkClient's; deserializers do not apply: records are bytes).
 ACCEPTED_PROPERTIES = frozenset(
     {
         "bootstrap.servers", "key.deserializer", "value.deserializer", "request.timeout.ms", "retries", "retry.backoff.ms",
@@ -166,7 +166,7 @@ class Consumer:
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: NetworkClient,
         *,
         group_id: str | None = None,
         group_instance_id: str | None = None,
@@ -217,9 +217,9 @@ class Consumer:
             auto_offset_reset=auto_offset_reset,
         )
         self._assignors: list[Assignor] = [assignors_by_name()[name]() for name in _strategy_names(partition_assignment_strategy)]
-        self._membership: GroupMembership | None = None
+        self._membership: ConsumerCoordinator | None = None
         if self.group_id is not None:
-            self._membership = GroupMembership(
+            self._membership = ConsumerCoordinator(
                 cluster,
                 self.group_id,
                 group_instance_id=self.group_instance_id,
@@ -240,7 +240,7 @@ class Consumer:
         self._closed = False
 
     @classmethod
-    def from_properties(cls, cluster: Cluster, props: Mapping[str, str], *, warn: Callable[[str], None] | None = None, **overrides: Any) -> Consumer:
+    def from_properties(cls, cluster: NetworkClient, props: Mapping[str, str], *, warn: Callable[[str], None] | None = None, **overrides: Any) -> Consumer:
         """A consumer from Java consumer properties; unknown names are warned about as Kafka does."""
         kwargs: dict[str, Any] = {}
         say = warn or _warn

@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from kcli.client.cluster import Cluster
 from kcli.client.connection import error_code
+from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
 from kcli.errors import CorruptRecordError, ErrorCode, KafkaError
 from kcli.storage import records as rec
@@ -296,7 +296,7 @@ class Fetcher:
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: NetworkClient,
         *,
         isolation_level: str = "read_uncommitted",
         fetch_min_bytes: int = 1,

@@ -1,6 +1,6 @@
 """Consumer groups as an operator sees them: list, describe, delete, and their offsets.
 
-``GroupAdmin`` wraps a ``Cluster`` with the calls kafka-consumer-groups.sh makes through Kafka's
+``GroupAdmin`` wraps a ``NetworkClient`` with the calls kafka-consumer-groups.sh makes through Kafka's
 Admin client:
 
 - ``list_groups``: ListGroups at every broker (each coordinates its own groups), keeping consumer
@@ -26,8 +26,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from kcli.client.admin import Admin, ListedOffset, TopicPartition
-from kcli.client.cluster import Cluster, Node
 from kcli.client.connection import UnsupportedVersion, error_code
+from kcli.client.metadata import Node
+from kcli.client.network_client import NetworkClient
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
 
@@ -159,9 +160,9 @@ def _bytes(value: Any) -> bytes | None:
 
 
 class GroupAdmin:
-    """Group calls over one ``Cluster``. Each call is bounded by ``timeout`` seconds when given."""
+    """Group calls over one ``NetworkClient``. Each call is bounded by ``timeout`` seconds when given."""
 
-    def __init__(self, cluster: Cluster, *, timeout: float | None = None) -> None:
+    def __init__(self, cluster: NetworkClient, *, timeout: float | None = None) -> None:
         self.cluster = cluster
         self.timeout = timeout
 

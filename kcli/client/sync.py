@@ -1,7 +1,7 @@
 """A synchronous facade for the tools: one event loop, driven call by call.
 
 The tools are plain blocking programs. ``SyncRunner`` owns a private event loop and runs each
-coroutine to completion on it, so connections opened by one call (a ``Cluster``) are reused by
+coroutine to completion on it, so connections opened by one call (a ``NetworkClient``) are reused by
 the next without a background thread.
 """
 

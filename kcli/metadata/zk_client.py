@@ -11,13 +11,12 @@ In a ZooKeeper-mode tree, a partition's epoch is the version of its state znode.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import (
-    BadVersionError,
     CreateOp,
     DeleteOp,
     MetadataStore,

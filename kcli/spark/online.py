@@ -58,10 +58,10 @@ def _report(fail_on_data_loss: bool, message: str) -> None:
 
 
 def _cluster(bootstrap: str, params: Mapping[str, str]):
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
 
     timeout = float(params.get("request.timeout.ms", "30000")) / 1000
-    return Cluster(bootstrap, client_id=params.get("client.id", "kcli-spark"), request_timeout=timeout)
+    return NetworkClient(bootstrap, client_id=params.get("client.id", "kcli-spark"), request_timeout=timeout)
 
 
 def _read_committed(params: Mapping[str, str]) -> bool:

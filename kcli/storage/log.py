@@ -13,7 +13,7 @@ leader epoch are written into the buffer in place; the same bytes go to the acti
 the topic's ``compression.type`` makes the batch be rebuilt. Batches with a producer id go through
 the producer table (``producer_state``): a client's retry of one of its last five batches is
 answered with the original offsets and not written again. A batch the broker built itself
-(``records.BuiltBatch``, the group coordinator's) is not read again: its builder's facts are
+(``records.MemoryRecordsBuilder``, the group coordinator's) is not read again: its builder's facts are
 checked against the topic's rules and its offsets patched in. Reads return file ranges of whole
 batches.
 """
@@ -51,7 +51,7 @@ from kcli.storage.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
-from kcli.storage.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, BuiltBatch, RecordBatch, read_batch
+from kcli.storage.records import NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, MemoryRecordsBuilder, RecordBatch, read_batch
 from kcli.storage.segment import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -366,7 +366,7 @@ class Log:
         ``log_append_time`` (now when None). Errors are KcliErrors whose ``error_code`` answers
         the whole append; nothing is written then.
 
-        A ``BuiltBatch`` appended as a leader is given its offsets from what its builder knows
+        A ``MemoryRecordsBuilder`` appended as a leader is given its offsets from what its builder knows
         (``log_validator.assign_offsets_to_built_batch``) and is validated only when the topic's
         rules need more than that; everything after validation is the same for every append.
         """
@@ -385,7 +385,7 @@ class Log:
             self._check_online()
             try:
                 if assign_offsets:
-                    built = records if type(records) is BuiltBatch else None
+                    built = records if type(records) is MemoryRecordsBuilder else None
                     info = self._append_as_leader(view, leader_epoch, origin, log_append_time, built)
                 else:
                     info = self._append_as_follower(view)
@@ -404,7 +404,7 @@ class Log:
         return info
 
     def _append_as_leader(
-        self, view: memoryview, leader_epoch: int, origin: AppendOrigin, log_append_time: int | None, built: BuiltBatch | None = None
+        self, view: memoryview, leader_epoch: int, origin: AppendOrigin, log_append_time: int | None, built: MemoryRecordsBuilder | None = None
     ) -> LogAppendInfo:
         config = self.config
         now = self._clock()

@@ -35,16 +35,14 @@ import dataclasses
 import enum
 import heapq
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crc32c import crc32c
-
 from kcli.errors import CorruptRecordError, KafkaStorageError, KcliError
+from kcli.storage.compression import CompressionType
 from kcli.storage.log import LastRecord, Log
 from kcli.storage.log_cleaner_manager import (
     LogCleanerManager,
@@ -64,11 +62,13 @@ from kcli.storage.records import (
     NewRecord,
     RecordBatch,
     TimestampType,
+    batch_attributes,
     build_batch,
     check_batch_size,
     iter_batches,
     parse_control_record,
     peek_batch_header,
+    write_header,
 )
 from kcli.storage.segment import CLEANED_FILE_SUFFIX, LogSegment, now_ms
 from kcli.storage.transaction_index import AbortedTxn
@@ -238,21 +238,15 @@ class _Retention(enum.Enum):
     DELETE_EMPTY = 2  # drop the batch when no record stays
 
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_ATTRIBUTES_POSITION = 21
-_KEEP_ATTRIBUTE_BITS = 0x08 | 0x10 | 0x20  # timestamp type, transactional, control
-
-
 def _empty_batch(batch: RecordBatch) -> bytes:
     """A batch with no records that keeps the batch's producer fields and offset range (Kafka's
     writeEmptyHeader): uncompressed, no base timestamp, the original max timestamp."""
     buf = bytearray(RECORD_BATCH_OVERHEAD)
-    attributes = batch.attributes & _KEEP_ATTRIBUTE_BITS
-    _HEADER.pack_into(
-        buf, 0, batch.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD, batch.partition_leader_epoch, 2, 0, attributes,
-        batch.last_offset_delta, NO_TIMESTAMP, batch.max_timestamp, batch.producer_id, batch.producer_epoch, batch.base_sequence, 0,
+    attributes = batch_attributes(CompressionType.NONE, batch.timestamp_type, batch.is_transactional, batch.is_control)
+    write_header(
+        buf, batch.base_offset, batch.partition_leader_epoch, attributes, batch.last_offset_delta, NO_TIMESTAMP,
+        batch.max_timestamp, batch.producer_id, batch.producer_epoch, batch.base_sequence, 0,
     )
-    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[_ATTRIBUTES_POSITION:]))
     return bytes(buf)
 
 

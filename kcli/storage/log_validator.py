@@ -26,7 +26,7 @@ found from the prefixes before those bytes are inflated), nor past
 ``compression.DEFAULT_MAX_DECOMPRESSED_BYTES`` (CORRUPT_MESSAGE), and nothing may follow the
 last record (INVALID_RECORD, as Kafka's "records still remaining").
 
-A batch the broker built itself (``records.BuiltBatch``: the group coordinator's writes) carries
+A batch the broker built itself (``records.MemoryRecordsBuilder``: the group coordinator's writes) carries
 what steps 1-3 would find out, so ``assign_offsets_to_built_batch`` checks those facts against the
 topic's rules and only does step 4. When a rule would need more than the facts (a null key on a
 compacted topic, a timestamp out of bounds, another codec, LogAppendTime, a batch over
@@ -48,7 +48,7 @@ from kcli.storage.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
-    BuiltBatch,
+    MemoryRecordsBuilder,
     NewRecord,
     RecordBatch,
     RecordFields,
@@ -236,7 +236,7 @@ def validate_and_assign_offsets(
 
 
 def assign_offsets_to_built_batch(
-    batch: BuiltBatch,
+    batch: MemoryRecordsBuilder,
     *,
     first_offset: int,
     config: LogConfig,

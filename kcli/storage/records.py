@@ -518,21 +518,35 @@ def _decode_headers(data: bytes, pos: int, record_end: int) -> tuple[tuple[tuple
 
 def encode_record(record: NewRecord, offset_delta: int, base_timestamp: int) -> bytes:
     """One record in the v2 format, with its length prefix."""
-    key, value = record.key, record.value
-    parts = [
-        b"\x00",
-        encode_varint(record.timestamp - base_timestamp),
-        encode_varint(offset_delta),
-        encode_varint(-1) if key is None else encode_varint(len(key)) + key,
-        encode_varint(-1) if value is None else encode_varint(len(value)) + value,
-        encode_varint(len(record.headers)),
-    ]
-    for hkey, hvalue in record.headers:
-        kb = hkey.encode("utf-8")
-        parts.append(encode_varint(len(kb)) + kb)
-        parts.append(encode_varint(-1) if hvalue is None else encode_varint(len(hvalue)) + hvalue)
-    body = b"".join(parts)
-    return encode_varint(len(body)) + body
+    return encode_record_fields(record.timestamp - base_timestamp, offset_delta, record.key, record.value, record.headers)
+
+
+def _varint(n: int) -> bytes:
+    return SMALL_VARINTS[n] if 0 <= n < SMALL_VARINTS_LIMIT else encode_varint(n)
+
+
+def encode_record_fields(
+    timestamp_delta: int, offset_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]] = ()
+) -> bytes:
+    """One v2 record from its fields, with its length prefix: the record writer every builder
+    uses (the producer's append and ``MemoryRecordsBuilder`` inline the same layout for records
+    without headers)."""
+    key_part = NULL_VARINT if key is None else _varint(len(key)) + key
+    value_part = NULL_VARINT if value is None else _varint(len(value)) + value
+    if headers:
+        pieces = [_varint(len(headers))]
+        for header_key, header_value in headers:
+            name = header_key.encode("utf-8")
+            pieces.append(_varint(len(name)))
+            pieces.append(name)
+            pieces.append(NULL_VARINT if header_value is None else _varint(len(header_value)) + header_value)
+        header_part = b"".join(pieces)
+    else:
+        header_part = b"\x00"
+    td = _varint(timestamp_delta)
+    od = _varint(offset_delta)
+    size = 1 + len(td) + len(od) + len(key_part) + len(value_part) + len(header_part)
+    return b"".join((_varint(size), b"\x00", td, od, key_part, value_part, header_part))
 
 
 def build_batch(
@@ -574,6 +588,24 @@ def build_batch(
         body = compress(compression, body)
     if last_offset_delta is None:
         last_offset_delta = deltas[-1] if deltas else 0
+    attributes = batch_attributes(compression, timestamp_type, transactional, control, delete_horizon_ms is not None)
+    buf = bytearray(RECORD_BATCH_OVERHEAD + len(body))
+    buf[RECORD_BATCH_OVERHEAD:] = body
+    write_header(
+        buf, base_offset, partition_leader_epoch, attributes, last_offset_delta, base_timestamp, max_timestamp,
+        producer_id, producer_epoch, base_sequence, len(records),
+    )
+    return bytes(buf)
+
+
+def batch_attributes(
+    compression: CompressionType | int,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    transactional: bool = False,
+    control: bool = False,
+    delete_horizon: bool = False,
+) -> int:
+    """The attributes field of a magic-2 batch (Kafka's DefaultRecordBatch.computeAttributes)."""
     attributes = int(compression) & _COMPRESSION_MASK
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attributes |= _TIMESTAMP_TYPE_MASK
@@ -581,27 +613,56 @@ def build_batch(
         attributes |= _TRANSACTIONAL_FLAG
     if control:
         attributes |= _CONTROL_FLAG
-    if delete_horizon_ms is not None:
+    if delete_horizon:
         attributes |= _DELETE_HORIZON_FLAG
-    buf = bytearray(RECORD_BATCH_OVERHEAD + len(body))
+    return attributes
+
+
+def write_header(
+    buffer: bytearray,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+) -> None:
+    """Write the 61-byte magic-2 header in front of the records ``buffer`` already holds from
+    position 61 to its end, and then the CRC-32C over attributes .. end (Kafka's
+    DefaultRecordBatch.writeHeader). The one place a batch header is packed: every writer (the
+    builders here, the producer, the log cleaner) fills a buffer's records and calls this."""
     _HEADER.pack_into(
-        buf, 0, base_offset, len(buf) - LOG_OVERHEAD, partition_leader_epoch, 2, 0, attributes,
-        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, len(records),
+        buffer, 0, base_offset, len(buffer) - LOG_OVERHEAD, partition_leader_epoch, 2, 0, attributes,
+        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, record_count,
     )
-    buf[RECORD_BATCH_OVERHEAD:] = body
-    _UINT32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
-    return bytes(buf)
+    _write_crc(buffer, 0, len(buffer))
 
 
-class BuiltBatch(bytearray):
-    """A magic-2 batch kcli's own writer built (``build_internal_batch``), with what it knows of it.
+def _write_crc(buffer: bytearray | memoryview, position: int, end: int) -> None:
+    """The CRC-32C of the batch at ``position`` (attributes .. ``end``) into its crc field."""
+    _UINT32.pack_into(buffer, position + CRC_OFFSET, crc32c(memoryview(buffer)[position + ATTRIBUTES_OFFSET : end]))
 
-    Its records have offset deltas 0..n-1 and one CreateTime timestamp; it has no producer id, no
-    transactional or control flag, and its CRC covers what was built. The facts validation would
-    read back from the records (count, timestamp, whether a key is null, the codec) are kept beside
-    the bytes, so ``Log.append`` can give the batch its offsets without reading it again. Bytes
-    from the network never have this type. Only the base offset and the partition leader epoch,
-    both outside the CRC, may change after building.
+
+_ZERO = b"\x00"
+_ZERO_ZERO = b"\x00\x00"
+
+
+class MemoryRecordsBuilder(bytearray):
+    """Kafka's MemoryRecordsBuilder for the broker's own writes (a coordinator's records): built
+    from ``(key, value)`` pairs that all have ``timestamp`` and no headers, byte for byte what
+    ``build_batch`` writes, in one pass with table lookups for the varints and no record objects.
+
+    The object is the built batch's bytes, with what the builder knows of them beside (Kafka's
+    RecordsInfo): its records have offset deltas 0..n-1 and one CreateTime timestamp; it has no
+    producer id, no transactional or control flag, and its CRC covers what was built. The facts
+    validation would read back from the records (count, timestamp, whether a key is null, the
+    codec) are kept, so ``Log.append`` can give the batch its offsets without reading it again.
+    Bytes from the network never have this type. Only the base offset and the partition leader
+    epoch, both outside the CRC, may change after building.
     """
 
     __slots__ = ("record_count", "timestamp", "null_keys", "compression")
@@ -611,60 +672,50 @@ class BuiltBatch(bytearray):
     null_keys: bool
     compression: CompressionType
 
-
-_ZERO = b"\x00"
-_ZERO_ZERO = b"\x00\x00"
-
-
-def build_internal_batch(
-    entries: Sequence[tuple[bytes | None, bytes | None]], timestamp: int, compression: CompressionType | int = CompressionType.NONE
-) -> BuiltBatch:
-    """``build_batch`` of records given as ``(key, value)`` pairs that all have ``timestamp`` and
-    no headers (what a coordinator writes), byte for byte, as a ``BuiltBatch``: one pass, with
-    table lookups for the varints and no record objects."""
-    small = SMALL_VARINTS
-    limit = SMALL_VARINTS_LIMIT
-    parts: list[bytes] = []
-    extend = parts.extend
-    null_keys = False
-    count = 0
-    for key, value in entries:
-        if key is None:
-            key, key_length = b"", NULL_VARINT
-            null_keys = True
-            n = 0
-        else:
-            n = len(key)
-            key_length = small[n] if n < limit else encode_varint(n)
-        if value is None:
-            value, value_length = b"", NULL_VARINT
-        else:
-            m = len(value)
-            n += m
-            value_length = small[m] if m < limit else encode_varint(m)
-        offset = small[count] if count < limit else encode_varint(count)
-        # attributes, timestamp delta 0 and header count: one byte each
-        size = 3 + len(offset) + len(key_length) + len(value_length) + n
-        extend((small[size] if size < limit else encode_varint(size), _ZERO_ZERO, offset, key_length, key, value_length, value, _ZERO))
-        count += 1
-    if not count:
-        timestamp = NO_TIMESTAMP  # as build_batch heads an empty batch
-    codec = compression if type(compression) is CompressionType else CompressionType(compression)
-    body = b"".join(parts)
-    if codec:
-        body = compress(codec, body)
-    batch = BuiltBatch(RECORD_BATCH_OVERHEAD + len(body))
-    _HEADER.pack_into(
-        batch, 0, 0, len(batch) - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, 2, 0, int(codec) & _COMPRESSION_MASK,
-        count - 1 if count else 0, timestamp, timestamp, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, count,
-    )
-    batch[RECORD_BATCH_OVERHEAD:] = body
-    _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
-    batch.record_count = count
-    batch.timestamp = timestamp
-    batch.null_keys = null_keys
-    batch.compression = codec
-    return batch
+    def __init__(
+        self, entries: Sequence[tuple[bytes | None, bytes | None]], timestamp: int, compression: CompressionType | int = CompressionType.NONE
+    ) -> None:
+        small = SMALL_VARINTS
+        limit = SMALL_VARINTS_LIMIT
+        parts: list[bytes] = []
+        extend = parts.extend
+        null_keys = False
+        count = 0
+        for key, value in entries:
+            if key is None:
+                key, key_length = b"", NULL_VARINT
+                null_keys = True
+                n = 0
+            else:
+                n = len(key)
+                key_length = small[n] if n < limit else encode_varint(n)
+            if value is None:
+                value, value_length = b"", NULL_VARINT
+            else:
+                m = len(value)
+                n += m
+                value_length = small[m] if m < limit else encode_varint(m)
+            offset = small[count] if count < limit else encode_varint(count)
+            # attributes, timestamp delta 0 and header count: one byte each
+            size = 3 + len(offset) + len(key_length) + len(value_length) + n
+            extend((small[size] if size < limit else encode_varint(size), _ZERO_ZERO, offset, key_length, key, value_length, value, _ZERO))
+            count += 1
+        if not count:
+            timestamp = NO_TIMESTAMP  # as build_batch heads an empty batch
+        codec = compression if type(compression) is CompressionType else CompressionType(compression)
+        body = b"".join(parts)
+        if codec:
+            body = compress(codec, body)
+        super().__init__(RECORD_BATCH_OVERHEAD + len(body))
+        self[RECORD_BATCH_OVERHEAD:] = body
+        write_header(
+            self, 0, NO_PARTITION_LEADER_EPOCH, int(codec) & _COMPRESSION_MASK, count - 1 if count else 0, timestamp, timestamp,
+            NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, count,
+        )
+        self.record_count = count
+        self.timestamp = timestamp
+        self.null_keys = null_keys
+        self.compression = codec
 
 
 def control_record(control_type: ControlType, value: bytes | None, timestamp: int) -> NewRecord:
@@ -710,8 +761,7 @@ def set_log_append_time(buffer: bytearray | memoryview, position: int, timestamp
     _INT16.pack_into(buffer, position + ATTRIBUTES_OFFSET, attributes | _TIMESTAMP_TYPE_MASK)
     _INT64.pack_into(buffer, position + 35, timestamp)
     size = _INT32.unpack_from(buffer, position + 8)[0] + LOG_OVERHEAD
-    view = memoryview(buffer)
-    _UINT32.pack_into(buffer, position + CRC_OFFSET, crc32c(view[position + ATTRIBUTES_OFFSET : position + size]))
+    _write_crc(buffer, position, position + size)
 
 
 class LegacyBatch:

@@ -2,9 +2,9 @@
 naming and ordering things in their output.
 
 - ``client_settings`` turns Java admin-client properties (``--command-config`` files, plus the
-  ``--bootstrap-server`` flag) into ``Cluster`` arguments, warning about names Kafka's admin
+  ``--bootstrap-server`` flag) into ``NetworkClient`` arguments, warning about names Kafka's admin
   client does not know, as Kafka does.
-- ``AdminSession`` opens a ``Cluster`` and an ``Admin`` on a private event loop and runs admin
+- ``AdminSession`` opens a ``NetworkClient`` and an ``Admin`` on a private event loop and runs admin
   coroutines one by one for a blocking tool.
 - ``TopicFilter`` is Kafka's ``IncludeList`` (a topic regex, as ``--topic`` takes it);
   Topic ids are printed and read with ``kcli.common``'s Uuid text form.
@@ -72,7 +72,7 @@ def client_settings(
     warn: Callable[[str], None] | None = None,
     known: frozenset[str] = ADMIN_CONFIG_NAMES,
 ) -> dict[str, Any]:
-    """``Cluster`` keyword arguments from Java client properties.
+    """``NetworkClient`` keyword arguments from Java client properties.
 
     ``bootstrap`` (the tool's flag) wins over ``bootstrap.servers``; ``client_id`` is the tool's
     default, used when the properties set none. Understood: bootstrap.servers, client.id,
@@ -132,12 +132,12 @@ class AdminSession:
 
     def __enter__(self) -> AdminSession:
         from kcli.client.admin import Admin
-        from kcli.client.cluster import Cluster
+        from kcli.client.network_client import NetworkClient
         from kcli.client.sync import SyncRunner
 
         self.runner = SyncRunner()
         try:
-            self.cluster = Cluster(**self.settings)
+            self.cluster = NetworkClient(**self.settings)
             self.runner.run(self.cluster.__aenter__())
         except BaseException:
             self.runner.close()

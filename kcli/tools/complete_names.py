@@ -43,10 +43,10 @@ def complete_names(
 
 
 async def _names(kind: str, bootstrap: str, timeout: float) -> set[str]:
-    from kcli.client.cluster import Cluster
     from kcli.client.group_admin import GroupAdmin
+    from kcli.client.network_client import NetworkClient
 
-    async with Cluster(bootstrap, request_timeout=timeout, retries=0) as cluster:
+    async with NetworkClient(bootstrap, request_timeout=timeout, retries=0) as cluster:
         if kind == "topics":
             return set((await cluster.refresh()).topics)
         return {g.group_id for g in await GroupAdmin(cluster).list_groups()}

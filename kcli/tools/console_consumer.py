@@ -306,8 +306,8 @@ class ConsoleConsumerSession:
         import asyncio
         import signal
 
-        from kcli.client.cluster import Cluster
         from kcli.client.consumer import Consumer
+        from kcli.client.network_client import NetworkClient
 
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
@@ -324,7 +324,7 @@ class ConsoleConsumerSession:
             loop.add_signal_handler(s, on_signal, s)
         loop.set_exception_handler(_ignore_orphaned_answers)
         props = self.options.consumer_props
-        cluster = Cluster(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
+        cluster = NetworkClient(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
         try:
             # The settings are checked before any connection, as Kafka's ConsumerConfig is.
             consumer = Consumer.from_properties(cluster, props, warn=_config_warning)

@@ -157,7 +157,7 @@ def producer_properties(
     servers: str, compression_codec: str | None, flags: dict[str, object], producer_property: list[str], producer_config: str | None
 ) -> dict[str, str]:
     """The producer's properties as Kafka's ConsoleProducer.producerProps assembles them."""
-    from kcli.client.producer import parse_properties
+    from kcli.client.producer_config import parse_properties
     from kcli.config import read_properties
 
     props = dict(read_properties(producer_config)) if producer_config else {}
@@ -175,7 +175,7 @@ def producer_properties(
 
 
 def reader_properties(topic: str, prop: list[str], reader_config: str | None) -> dict[str, str]:
-    from kcli.client.producer import parse_properties
+    from kcli.client.producer_config import parse_properties
     from kcli.config import read_properties
 
     props = dict(read_properties(reader_config)) if reader_config else {}

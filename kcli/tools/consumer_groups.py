@@ -302,7 +302,7 @@ def canonical_type(group_type: str | None) -> str:
 
 # AdminClientConfig's names: accepted (most have no effect on kcli's client); any other name warns.
 def client_settings(o: Options) -> dict[str, Any]:
-    """``Cluster`` keyword arguments from --bootstrap-server and the --command-config file."""
+    """``NetworkClient`` keyword arguments from --bootstrap-server and the --command-config file."""
     from kcli.tools._admin_common import client_settings, load_command_config
 
     return client_settings(load_command_config(o.command_config), bootstrap=o.bootstrap_server,
@@ -332,12 +332,12 @@ def run(o: Options) -> bool:
 
 
 def _run(o: Options, settings: dict[str, Any], out: Output) -> bool:
-    from kcli.client.cluster import Cluster
     from kcli.client.group_admin import GroupAdmin
+    from kcli.client.network_client import NetworkClient
     from kcli.client.sync import SyncRunner
 
     with SyncRunner() as runner:
-        cluster = Cluster(**settings)
+        cluster = NetworkClient(**settings)
         try:
             runner.run(cluster.any_connection(timeout=o.timeout_ms / 1000, timeout_setting="--timeout"))
             admin = GroupAdmin(cluster, timeout=o.timeout_ms / 1000)

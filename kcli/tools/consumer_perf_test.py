@@ -175,14 +175,14 @@ class _Perf:
         self.join_start_ms = 0
 
     async def main(self) -> None:
-        from kcli.client.cluster import Cluster
         from kcli.client.consumer import Consumer
+        from kcli.client.network_client import NetworkClient
         from kcli.tools._admin_common import client_settings
 
         settings = client_settings(self.props, client_id=CLIENT_ID, warn=lambda _line: None)
         start_ms = _now_ms()
         self.join_start_ms = start_ms
-        cluster = Cluster(**settings)
+        cluster = NetworkClient(**settings)
         try:
             # A server that is down or is not a broker: one line and exit 1, within --timeout.
             await cluster.any_connection(timeout=self.options.timeout_ms / 1000, timeout_setting="--timeout")

@@ -138,14 +138,14 @@ def test_the_offline_read_of_the_log_dir_equals_the_online_read(spark, broker, t
 
 def test_fail_on_data_loss_for_deleted_records_and_offsets_beyond_the_end(spark, broker, unique_topic):
     from kcli.client.admin import Admin, TopicPartition
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
     from kcli.client.sync import SyncRunner
 
     topic = unique_topic()
     create_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, [{"value": str(i).encode(), "partition": 0} for i in range(20)])
     with SyncRunner() as runner:
-        cluster = Cluster(broker.bootstrap)
+        cluster = NetworkClient(broker.bootstrap)
 
         async def delete() -> None:
             async with cluster:

@@ -16,8 +16,8 @@ from confluent_kafka import Producer
 from confluent_kafka import TopicPartition as CKTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kcli.client.cluster import Cluster
 from kcli.client.consumer import Consumer, NoOffsetForPartitionError, TopicPartition
+from kcli.client.network_client import NetworkClient
 
 T = TypeVar("T")
 FAST_GROUP = {"heartbeat_interval_ms": 100, "session_timeout_ms": 6000, "max_poll_interval_ms": 30000}
@@ -68,7 +68,7 @@ def test_assign_seek_poll_reads_back_keys_values_headers_nulls_timestamps(broker
     produce(broker.bootstrap, sent, **{"compression.type": codec})
 
     async def read() -> list[Any]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster)
             tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
             consumer.assign(tps)
@@ -102,7 +102,7 @@ def test_seek_starts_mid_batch_and_position_follows(broker, unique_topic):
     produce(broker.bootstrap, [{"topic": topic, "value": b"%d" % i} for i in range(50)])
 
     async def read() -> tuple[list[int], int]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, max_poll_records=7)
             tp = TopicPartition(topic, 0)
             consumer.assign([tp])
@@ -122,7 +122,7 @@ def test_offsets_for_times_and_end_offsets(broker, unique_topic):
     produce(broker.bootstrap, [{"topic": topic, "value": b"v", "timestamp": 1_000_000 + 10 * i} for i in range(20)])
 
     async def query() -> Any:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster)
             tp = TopicPartition(topic, 0)
             result = await consumer.offsets_for_times({tp: 1_000_055})
@@ -145,7 +145,7 @@ def test_out_of_range_position_resets_by_policy(broker, unique_topic):
     tp = TopicPartition(topic, 0)
 
     async def earliest() -> list[int]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, auto_offset_reset="earliest")
             consumer.assign([tp])
             consumer.seek(tp, 1000)
@@ -154,7 +154,7 @@ def test_out_of_range_position_resets_by_policy(broker, unique_topic):
             return [r.offset for r in records]
 
     async def latest() -> tuple[list[Any], int]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, auto_offset_reset="latest")
             consumer.assign([tp])
             consumer.seek(tp, 1000)
@@ -164,7 +164,7 @@ def test_out_of_range_position_resets_by_policy(broker, unique_topic):
             return records, position
 
     async def none() -> None:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, auto_offset_reset="none")
             consumer.assign([tp])
             consumer.seek(tp, 1000)
@@ -189,7 +189,7 @@ def test_no_committed_offset_and_reset_none_raises(broker, unique_topic):
     produce(broker.bootstrap, [{"topic": topic, "value": b"x"}])
 
     async def attempt() -> None:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, group_id=unique_topic("g"), auto_offset_reset="none")
             consumer.assign([TopicPartition(topic, 0)])
             try:
@@ -221,7 +221,7 @@ class Member:
         self._stop = asyncio.Event()
 
     async def _run(self) -> None:
-        async with Cluster(self.bootstrap) as cluster:
+        async with NetworkClient(self.bootstrap) as cluster:
             self.consumer = Consumer(cluster, group_id=self.group, auto_offset_reset="earliest", **FAST_GROUP, **self.settings)
             await self.consumer.subscribe(self.topics, self.pattern, on_revoke=self.revoked.append, on_assign=self.assigned.append)
             try:
@@ -375,7 +375,7 @@ def test_commits_are_visible_to_librdkafka_and_resume_a_new_member(broker, uniqu
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
 
     async def consume_and_commit() -> dict[TopicPartition, int | None]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **FAST_GROUP)
             await consumer.subscribe([topic])
             records = await poll_until(consumer, 40)
@@ -394,7 +394,7 @@ def test_commits_are_visible_to_librdkafka_and_resume_a_new_member(broker, uniqu
     assert sorted((c.partition, c.offset) for c in committed) == [(0, 15), (1, 20)]
 
     async def resume() -> list[tuple[int, int]]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, group_id=group, auto_offset_reset="earliest", **FAST_GROUP)
             await consumer.subscribe([topic])
             records = await poll_until(consumer, 5)
@@ -470,7 +470,7 @@ def test_pattern_subscription_finds_matching_topics(broker, unique_topic):
     produce(broker.bootstrap, [{"topic": f"other-{prefix}", "value": b"no"}])
 
     async def read() -> set[bytes]:
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             consumer = Consumer(cluster, group_id=prefix, auto_offset_reset="earliest", **FAST_GROUP)
             await consumer.subscribe(pattern=f"{prefix}-.*")
             records = await poll_until(consumer, 2)
@@ -509,7 +509,7 @@ def test_consume_from_the_mock_cluster(mock_cluster, unique_topic):
     produce(mock_cluster.bootstrap, [{"topic": topic, "partition": i % 4, "key": b"k%d" % i, "value": b"v%d" % i} for i in range(80)])
 
     async def read() -> list[Any]:
-        async with Cluster(mock_cluster.bootstrap) as cluster:
+        async with NetworkClient(mock_cluster.bootstrap) as cluster:
             consumer = Consumer(cluster, auto_offset_reset="earliest")
             consumer.assign([TopicPartition(topic, p) for p in range(4)])
             records = await poll_until(consumer, 80)

@@ -160,12 +160,12 @@ def test_alter_falls_back_to_alter_configs_without_the_incremental_api(broker, a
     """Against a broker that lacks IncrementalAlterConfigs (Kafka before 2.3), SET, DELETE, APPEND
     and SUBTRACT go out as one AlterConfigs carrying the topic's whole new dynamic set."""
     from kcli.client.admin import TOPIC, Admin, AlterOp, ConfigOp, ConfigResource as Resource
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
 
     sent: list[int] = []
 
     async def go():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             connection = await cluster.any_connection()
             del connection.versions[44]  # as an old broker would answer ApiVersions
             real_call = cluster.call
@@ -275,10 +275,10 @@ def test_mock_cluster_without_describe_configs_is_one_line(kcli, mock_cluster):
 
 def test_admin_describe_configs_with_documentation(broker, topic):
     from kcli.client.admin import TOPIC, Admin, ConfigResource as Resource
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
 
     async def go():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             resource = Resource(TOPIC, topic)
             plain = await Admin(cluster).describe_configs([resource])
             documented = await Admin(cluster).describe_configs([resource], include_synonyms=True, include_documentation=True)

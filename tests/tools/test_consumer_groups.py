@@ -517,10 +517,10 @@ def test_mock_cluster_without_group_listing_gets_one_clear_line(kcli, mock_clust
 def test_group_offsets_against_the_mock_cluster(mock_cluster):
     """The offset calls the tool makes (OffsetCommit as an admin, OffsetFetch, ListOffsets) speak
     standard Kafka: confluent-kafka sees what kcli's client commits on the mock."""
-    from kcli.client.cluster import Cluster
     from kcli.client.admin import EARLIEST, LATEST
     from kcli.client.group_admin import GroupAdmin
     from kcli.client.group_admin import TopicPartition as TP
+    from kcli.client.network_client import NetworkClient
     from kcli.client.sync import SyncRunner
 
     topic = f"mock-{uuid.uuid4().hex[:6]}"
@@ -531,7 +531,7 @@ def test_group_offsets_against_the_mock_cluster(mock_cluster):
     group = f"mock-group-{uuid.uuid4().hex[:6]}"
 
     async def work():
-        async with Cluster(mock_cluster.bootstrap) as cluster:
+        async with NetworkClient(mock_cluster.bootstrap) as cluster:
             admin = GroupAdmin(cluster, timeout=15)
             ends = await admin.list_offsets([TP(topic, 0), TP(topic, 1)], LATEST)
             starts = await admin.list_offsets([TP(topic, 1)], EARLIEST)

@@ -97,11 +97,11 @@ def test_topic_partitions_and_partitions_filters(inproc, broker, admin, filled):
 
 
 def test_internal_topics_are_included_unless_excluded(inproc, broker, filled):
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
     from kcli.errors import KafkaError
 
     async def offsets_topic():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             for _ in range(50):
                 try:
                     return await cluster.coordinator("get-offsets-test")
@@ -119,14 +119,14 @@ def test_internal_topics_are_included_unless_excluded(inproc, broker, filled):
 
 def test_delete_records_moves_the_earliest_offset(inproc, broker, admin):
     from kcli.client.admin import Admin, TopicPartition
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
 
     topic = name("deleted")
     make(admin, topic, 2)
     produce(broker.bootstrap, topic, {0: [1, 2, 3, 4], 1: [1]})
 
     async def delete():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             return await Admin(cluster).delete_records({TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 5})
 
     results = asyncio.run(asyncio.wait_for(delete(), 30))

@@ -165,11 +165,11 @@ def test_list_prints_sorted_names_and_exclude_internal_drops_internal_topics(kcl
 
 
 def _make_offsets_topic(bootstrap: str) -> None:
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
     from kcli.errors import KafkaError
 
     async def go():
-        async with Cluster(bootstrap) as cluster:
+        async with NetworkClient(bootstrap) as cluster:
             for _ in range(50):
                 try:
                     return await cluster.coordinator("topics-test-group")
@@ -436,12 +436,12 @@ def test_replica_assignment_and_config_parsing():
 
 def test_admin_validate_only_creates_nothing(broker, admin):
     from kcli.client.admin import Admin, NewTopic as KcliNewTopic
-    from kcli.client.cluster import Cluster
+    from kcli.client.network_client import NetworkClient
 
     topic = name("validate")
 
     async def go():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             checked = await Admin(cluster).create_topics([KcliNewTopic(topic, 2, 1)], validate_only=True)
             refused = await Admin(cluster).create_topics([KcliNewTopic(topic, 0, 1)], validate_only=True)
             return checked[topic], refused[topic]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kcli.client.cluster import Cluster
 from kcli.client.fetcher import CorruptConsumerRecordError, Fetcher, TopicPartition, _next_fetch_offset
+from kcli.client.network_client import NetworkClient
 from kcli.storage.records import ControlType, NewRecord, TimestampType, build_batch, control_record, end_txn_marker_value
 
 TP = TopicPartition("t", 0)
@@ -32,7 +32,7 @@ def answer(data: bytes, *, error: int = 0, aborted: list[tuple[int, int]] | None
 
 
 def fetcher_at(offset: int, **settings: Any) -> Fetcher:
-    fetcher = Fetcher(Cluster("127.0.0.1:9092"), **settings)  # never connects: answers are handed in
+    fetcher = Fetcher(NetworkClient("127.0.0.1:9092"), **settings)  # never connects: answers are handed in
     fetcher.assign([TP])
     fetcher.seek(TP, offset)
     return fetcher
@@ -176,7 +176,7 @@ def test_a_seek_drops_answers_to_earlier_fetches():
 def test_a_fetch_max_bytes_above_the_answer_limit_raises_the_limit_of_every_connection():
     from kcli.client.connection import ANSWER_OVERHEAD_BYTES, MAX_ANSWER_BYTES
 
-    cluster = Cluster("127.0.0.1:9092")
+    cluster = NetworkClient("127.0.0.1:9092")
     Fetcher(cluster, fetch_max_bytes=1024)
     assert cluster.max_answer_bytes == MAX_ANSWER_BYTES  # never lowered
     Fetcher(cluster, fetch_max_bytes=200_000_000)

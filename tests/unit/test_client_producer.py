@@ -17,15 +17,19 @@ from typing import Any
 
 import pytest
 
-from kcli.client import producer as producer_module
-from kcli.client.cluster import Cluster, Metadata, Node, PartitionInfo, TopicInfo
+from kcli.client import record_accumulator
+from kcli.client.metadata import Metadata, Node, PartitionInfo, TopicInfo
+from kcli.client.network_client import NetworkClient
 from kcli.client.partitioner import partition_for_key
-from kcli.client.producer import BufferFull, Producer, ProducerConfig, RecordMetadata, encode_produce_request, encode_record
+from kcli.client.producer import Producer
+from kcli.client.producer_config import ProducerConfig
+from kcli.client.record_accumulator import BufferFull, RecordMetadata
+from kcli.client.sender import encode_produce_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
 from kcli.storage import records
 from kcli.storage.compression import CompressionType
-from kcli.storage.records import NewRecord, RecordBatch
+from kcli.storage.records import NewRecord, RecordBatch, encode_record_fields
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -134,7 +138,7 @@ class FakeConnection:
         return self.broker.write(self, api_key, version, body, expect_response=expect_response)
 
 
-class FakeCluster(Cluster):
+class FakeCluster(NetworkClient):
     client_id = "test-producer"
 
     def __init__(self, broker: ScriptedBroker) -> None:  # no connections: the scripted broker answers
@@ -193,7 +197,7 @@ RECORD_CASES = [
 @pytest.mark.parametrize(("ts_delta", "offset_delta", "key", "value", "headers"), RECORD_CASES)
 def test_record_encoding_matches_the_storage_writer(ts_delta, offset_delta, key, value, headers):
     expected = records.encode_record(NewRecord(key, value, 1000 + ts_delta, headers), offset_delta, 1000)
-    assert encode_record(ts_delta, offset_delta, key, value, headers) == expected
+    assert encode_record_fields(ts_delta, offset_delta, key, value, headers) == expected
 
 
 @pytest.mark.parametrize("codec", list(CompressionType))
@@ -225,11 +229,11 @@ def test_batches_are_byte_identical_to_the_storage_writer(broker: ScriptedBroker
 
 @pytest.mark.parametrize("version", [3, 5, 7, 8, 9])
 def test_produce_request_encoding_reads_back_with_kio(version: int):
-    state = producer_module._Topic("orders")
-    other = producer_module._Topic("other-topic")
+    state = record_accumulator.TopicQueues("orders")
+    other = record_accumulator.TopicQueues("other-topic")
     batches = []
     for topic, partition, payload in ((state, 0, b"first"), (state, 3, b"second" * 100), (other, 1, b"third")):
-        batch = producer_module._Batch(producer_module._Queue(topic, partition), 0, 0, None, 0.0)  # type: ignore[arg-type]
+        batch = record_accumulator.ProducerBatch(record_accumulator.PartitionQueue(topic, partition), 0, 0, None, 0.0)  # type: ignore[arg-type]
         batch.payload = payload
         batches.append(batch)
     body = b"".join(encode_produce_request(version, -1, 1500, batches))

@@ -18,6 +18,7 @@ from kcli.java_compat import (
     format_fixed,
     hash_map_capacity,
     hash_map_order,
+    long_hash,
     parse_int,
     parse_long,
     scala_hash_map_order,
@@ -66,6 +67,23 @@ def test_topic_partition_hash_follows_its_formula():
     assert topic_partition_hash("", 5) == 31 * 36
     # "polygenelubricants".hashCode() is Integer.MIN_VALUE: the sum wraps to the negative side.
     assert topic_partition_hash("polygenelubricants", 0) == -(2**31) + 961
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, 0),
+        (5, 5),
+        (2**31, -(2**31)),  # bit 31 set: the low word is Integer.MIN_VALUE
+        (2**32, 1),  # the high word folded into the low one
+        (-1, 0),  # 0xFFFFFFFF ^ 0xFFFFFFFF
+        (LONG_MIN, -(2**31)),
+        (LONG_MAX, -(2**31)),  # 0x7FFFFFFF ^ 0xFFFFFFFF
+    ],
+)
+def test_long_hash_is_javas_long_hash_code(value, expected):
+    # Long.hashCode: (int) (value ^ (value >>> 32)).
+    assert long_hash(value) == expected
 
 
 def test_utils_abs_maps_min_value_to_zero():

@@ -12,7 +12,7 @@ Kafka 3.9's classic coordinator writes, as version-prefixed keys and values
 
 Each write is one magic-2 batch, CreateTime, no producer id, compressed with
 ``offsets.topic.compression.codec``, appended through the partition like a produce with
-acks=all. The batch is a ``records.BuiltBatch`` (the bytes ``build_batch`` would write, with what
+acks=all. The batch is a ``records.MemoryRecordsBuilder`` (the bytes ``build_batch`` would write, with what
 its builder knows of them), so the log gives it offsets without reading its records again; an
 offset commit's records are encoded straight into it (``offset_commit_batch``).
 
@@ -39,11 +39,10 @@ from kcli.storage.log import Log
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import (
     NO_TIMESTAMP,
-    BuiltBatch,
     ControlType,
+    MemoryRecordsBuilder,
     NewRecord,
     build_batch,
-    build_internal_batch,
     iter_batches,
     parse_control_record,
 )
@@ -70,12 +69,12 @@ def offset_commit_record(group_id: str, tp: TopicPartition, value: OffsetAndMeta
 
 def offset_commit_batch(
     group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], timestamp: int, compression: CompressionType
-) -> BuiltBatch:
+) -> MemoryRecordsBuilder:
     """The batch of ``offset_commit_record`` for each of ``offsets``, in order, built in one pass
     (byte for byte what ``build_records`` makes of those records)."""
     key = records_schema.encode_offset_commit_key
     value = records_schema.encode_offset_commit_value
-    return build_internal_batch(
+    return MemoryRecordsBuilder(
         [
             (key(group_id, topic, partition), value(offset, metadata, committed, -1 if epoch is None else epoch, expire))
             for (topic, partition), (offset, epoch, metadata, committed, expire) in offsets.items()
@@ -119,13 +118,13 @@ def group_tombstone(group_id: str, timestamp: int) -> NewRecord:
     return NewRecord(records_schema.encode_group_metadata_key(group_id), None, timestamp)
 
 
-def build_records(records: list[NewRecord], compression: CompressionType) -> BuiltBatch:
+def build_records(records: list[NewRecord], compression: CompressionType) -> MemoryRecordsBuilder:
     """One batch of ``records`` (the coordinator's: one timestamp, no headers): the bytes
-    ``build_batch`` writes, as a ``BuiltBatch`` the log appends without reading it again."""
+    ``build_batch`` writes, as a ``MemoryRecordsBuilder`` the log appends without reading it again."""
     timestamp = records[0].timestamp if records else NO_TIMESTAMP
     if any(r.timestamp != timestamp or r.headers for r in records):
         raise ValueError("the records of one coordinator write share a timestamp and have no headers")
-    return build_internal_batch([(r.key, r.value) for r in records], timestamp, compression)
+    return MemoryRecordsBuilder([(r.key, r.value) for r in records], timestamp, compression)
 
 
 class OffsetsTopicWriter:
@@ -160,7 +159,7 @@ class OffsetsTopicWriter:
         self.replica_manager.notify((GROUP_METADATA_TOPIC_NAME, partition))
         return info.first_offset
 
-    def append_batch(self, partition: int, batch: BuiltBatch) -> int:
+    def append_batch(self, partition: int, batch: MemoryRecordsBuilder) -> int:
         """Append a batch built here through the partition, as a produce with acks=all; returns its
         base offset. Raises KafkaError with the log's error."""
         hosted = self.replica_manager.get(GROUP_METADATA_TOPIC_NAME, partition)

@@ -24,7 +24,7 @@ from kcli.broker.transactions.metadata import TransactionMetadata, TransactionSt
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import coordinator_records as schema
 from kcli.storage.compression import CompressionType
-from kcli.storage.records import BuiltBatch, build_internal_batch
+from kcli.storage.records import MemoryRecordsBuilder
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,12 @@ def transaction_record(metadata: TransactionMetadata) -> tuple[bytes, bytes]:
     return schema.encode_transaction_log_key(metadata.transactional_id), schema.encode_transaction_log_value(value)
 
 
-def transaction_batch(metadata: TransactionMetadata, timestamp: int) -> BuiltBatch:
-    return build_internal_batch([transaction_record(metadata)], timestamp, CompressionType.NONE)
+def transaction_batch(metadata: TransactionMetadata, timestamp: int) -> MemoryRecordsBuilder:
+    return MemoryRecordsBuilder([transaction_record(metadata)], timestamp, CompressionType.NONE)
 
 
-def tombstone_batch(transactional_id: str, timestamp: int) -> BuiltBatch:
-    return build_internal_batch([(schema.encode_transaction_log_key(transactional_id), None)], timestamp, CompressionType.NONE)
+def tombstone_batch(transactional_id: str, timestamp: int) -> MemoryRecordsBuilder:
+    return MemoryRecordsBuilder([(schema.encode_transaction_log_key(transactional_id), None)], timestamp, CompressionType.NONE)
 
 
 def metadata_from_record(transactional_id: str, value: dict[str, Any]) -> TransactionMetadata:
@@ -106,7 +106,7 @@ class TransactionLogWriter:
     def partition(self, index: int) -> Any:
         return self.replica_manager.get(TRANSACTION_STATE_TOPIC_NAME, index)
 
-    def append(self, index: int, batch: BuiltBatch) -> int:
+    def append(self, index: int, batch: MemoryRecordsBuilder) -> int:
         hosted = self.partition(index)
         if hosted is None:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{TRANSACTION_STATE_TOPIC_NAME}-{index} is not hosted here")

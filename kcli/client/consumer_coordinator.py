@@ -1,6 +1,6 @@
 """The classic group protocol from a member's side: join, sync, heartbeat, commit, leave.
 
-``GroupMembership`` finds the group's coordinator (FindCoordinator), joins (JoinGroup, with the
+``ConsumerCoordinator`` finds the group's coordinator (FindCoordinator), joins (JoinGroup, with the
 MEMBER_ID_REQUIRED round trip of KIP-394; the protocol metadata of each assignor is a
 ``ConsumerProtocolSubscription``), and when elected leader runs the assignor the group chose over
 every member's subscription and sends the assignments with SyncGroup. After a successful sync a
@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from kcli.client.assignors import Assignor, Subscription, common_protocol, COOPERATIVE, decode_assignment, decode_subscription, encode_assignment, encode_subscription
-from kcli.client.cluster import Cluster
 from kcli.client.connection import BrokerConnection, error_code
 from kcli.client.fetcher import TopicPartition
+from kcli.client.network_client import NetworkClient
 from kcli.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -74,10 +74,10 @@ class _Rejoin(Exception):
         self.pause = pause
 
 
-class GroupMembership:
+class ConsumerCoordinator:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: NetworkClient,
         group_id: str,
         *,
         group_instance_id: str | None,

@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from kcli.client.cluster import Cluster, parse_bootstrap
 from kcli.client.connection import CLIENT_MAX_VERSIONS, BrokerConnection, BrokerUnreachable
+from kcli.client.network_client import NetworkClient, parse_bootstrap
 from kcli.errors import ErrorCode, KafkaError, UsageError
 
 pytestmark = pytest.mark.timeout(60)
@@ -49,7 +49,7 @@ def test_metadata_of_an_auto_created_topic(bootstrap: str, unique_topic):
     topic = unique_topic()
 
     async def go():
-        async with Cluster(bootstrap) as cluster:
+        async with NetworkClient(bootstrap) as cluster:
             await cluster.refresh([topic], allow_auto_create=True)
             for _ in range(50):
                 info = cluster.metadata.topics.get(topic)
@@ -70,7 +70,7 @@ def test_metadata_of_an_auto_created_topic(bootstrap: str, unique_topic):
 
 def test_unknown_topic_is_a_kafka_error(broker, unique_topic):
     async def go():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             await cluster.topic(unique_topic("missing"))
 
     with pytest.raises(KafkaError) as error:
@@ -80,7 +80,7 @@ def test_unknown_topic_is_a_kafka_error(broker, unique_topic):
 
 def test_group_coordinator_is_a_known_broker(bootstrap: str):
     async def go():
-        async with Cluster(bootstrap) as cluster:
+        async with NetworkClient(bootstrap) as cluster:
             node = None
             for _ in range(50):  # the offsets topic may still be loading
                 try:
@@ -98,7 +98,7 @@ def test_group_coordinator_is_a_known_broker(bootstrap: str):
 
 def test_pipelined_requests_are_answered_in_order_of_asking(broker):
     async def go():
-        async with Cluster(broker.bootstrap) as cluster:
+        async with NetworkClient(broker.bootstrap) as cluster:
             connection = await cluster.any_connection()
             answers = await asyncio.gather(*(connection.call(18, {}) for _ in range(50)))
             return [len(a.api_keys) for a in answers]
@@ -117,7 +117,7 @@ def test_unreachable_bootstrap_names_every_address():
     ports = [_closed_port(), _closed_port()]
 
     async def go():
-        async with Cluster(",".join(f"127.0.0.1:{p}" for p in ports)):
+        async with NetworkClient(",".join(f"127.0.0.1:{p}" for p in ports)):
             pass
 
     with pytest.raises(BrokerUnreachable) as error:

@@ -1,80 +1,26 @@
-"""The client's view of a cluster: bootstrap, broker connections, metadata, leaders, coordinators.
+"""The client's network layer (Kafka's NetworkClient): bootstrap, one connection per broker,
+metadata requests, leaders, coordinators, retries.
 
-``Cluster`` is what every client part (admin, producer, consumer) talks through. It connects to
-the first reachable bootstrap address, keeps one connection per broker, caches metadata and
-refreshes it when an answer says leadership moved, and retries retriable errors with backoff.
+``NetworkClient`` is what every client part (admin, producer, consumer) talks through. It connects
+to the first reachable bootstrap address, keeps one connection per broker, keeps the cluster's
+``Metadata`` (``metadata.py``) and refreshes it when an answer says leadership moved, and retries
+retriable errors with backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from kcli.client.connection import ANSWER_OVERHEAD_BYTES, MAX_ANSWER_BYTES, BrokerConnection, BrokerUnreachable, NotAKafkaBroker, error_code
+from kcli.client.metadata import STALE_METADATA, Metadata, Node, TopicInfo
 from kcli.errors import ErrorCode, KafkaError, UsageError
 
 METADATA = 3
 FIND_COORDINATOR = 10
 T = TypeVar("T")
-
-# Errors after which the cached metadata is stale: the next attempt looks the leader up again.
-STALE_METADATA = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.NETWORK_EXCEPTION,
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    }
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class Node:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-@dataclasses.dataclass(frozen=True)
-class PartitionInfo:
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline: tuple[int, ...]
-    error: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    internal: bool
-    partitions: dict[int, PartitionInfo]
-    error: int = 0
-
-
-@dataclasses.dataclass
-class Metadata:
-    cluster_id: str | None = None
-    controller_id: int = -1
-    brokers: dict[int, Node] = dataclasses.field(default_factory=dict)
-    topics: dict[str, TopicInfo] = dataclasses.field(default_factory=dict)
-
 
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
     """``host:port[,host:port]`` as (host, port) pairs; a missing port is Kafka's 9092."""
@@ -98,8 +44,8 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
     return result
 
 
-class Cluster:
-    """Connections and metadata for one cluster. Use as ``async with Cluster(servers) as c``."""
+class NetworkClient:
+    """Connections and metadata for one cluster. Use as ``async with NetworkClient(servers) as c``."""
 
     def __init__(
         self,
@@ -124,7 +70,7 @@ class Cluster:
         self._bootstrap_connection: BrokerConnection | None = None
         self._coordinators: dict[tuple[int, str], int] = {}
 
-    async def __aenter__(self) -> Cluster:
+    async def __aenter__(self) -> NetworkClient:
         await self.any_connection()
         return self
 
@@ -220,27 +166,7 @@ class Cluster:
             timeout=self.request_timeout,
         )
         metadata = self.metadata
-        metadata.cluster_id = getattr(answer, "cluster_id", None)
-        metadata.controller_id = int(getattr(answer, "controller_id", -1))
-        metadata.brokers = {int(b.node_id): Node(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None)) for b in answer.brokers}
-        if names is None:
-            metadata.topics = {}
-        for topic in answer.topics:
-            partitions = {
-                int(p.partition_index): PartitionInfo(
-                    int(p.partition_index),
-                    int(p.leader_id),
-                    int(getattr(p, "leader_epoch", -1)),
-                    tuple(int(r) for r in p.replica_nodes),
-                    tuple(int(r) for r in p.isr_nodes),
-                    tuple(int(r) for r in getattr(p, "offline_replicas", ())),
-                    error_code(p.error_code),
-                )
-                for p in topic.partitions
-            }
-            metadata.topics[topic.name] = TopicInfo(
-                topic.name, getattr(topic, "topic_id", None) or uuid.UUID(int=0), bool(getattr(topic, "is_internal", False)), partitions, error_code(topic.error_code)
-            )
+        metadata.update(answer, every_topic=names is None)
         return metadata
 
     async def topic(self, name: str, *, allow_auto_create: bool = False) -> TopicInfo:
