@@ -86,8 +86,9 @@ class KafkaZkClient:
         try:
             self.store.create(path, zk.encode_broker_registration(registration), makepath=True, ephemeral=True)
         except NodeExistsError:
+            # Kafka's checked ephemeral create: this session's own node (a retry after a lost
+            # answer) stands; another session's stops the broker.
             self.check_broker_id_free(broker_id)
-            raise
         return registration
 
     def check_broker_id_free(self, broker_id: int) -> None:

@@ -167,15 +167,28 @@ def test_cluster_id_is_created_once_and_survives_a_restart(tmp_path):
         assert KafkaZkClient(store).get_or_create_cluster_id() == first
 
 
-def test_broker_registration_is_ephemeral_and_unique(cluster, store):
+def test_broker_registration_is_ephemeral_and_checked_against_the_session(cluster, store, monkeypatch):
     assert cluster.zk.registered_brokers() == BROKERS
     data, stat = store.get("/brokers/ids/1")
     assert stat.ephemeral_owner == store.session_id
     registration = zk.decode_broker_registration(data, 1)
     assert registration.endpoints == (zk.Endpoint("PLAINTEXT", "localhost", 9093),)
     assert cluster.zk.broker_registration(1) == registration
-    with pytest.raises(NodeExistsError, match=f"Error while creating ephemeral at /brokers/ids/1, node already exists and owner '{store.session_id}' does not match current session '{store.session_id}'"):
+    # Kafka's checked ephemeral create: the node of this very session is accepted as it is
+    # (a retry after a lost answer) ...
+    cluster.zk.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
+    assert store.get("/brokers/ids/1") == (data, stat)
+    # ... another session's is refused with Kafka's message.
+    owner = store.session_id
+    monkeypatch.setattr(store, "session_id", owner + 1)
+    expected = (f"Error while creating ephemeral at /brokers/ids/1, node already exists and owner '{owner}' "
+                f"does not match current session '{owner + 1}'")
+    with pytest.raises(NodeExistsError) as caught:
         cluster.zk.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
+    assert str(caught.value) == expected
+    with pytest.raises(NodeExistsError) as caught:
+        cluster.zk.check_broker_id_free(1)
+    assert str(caught.value) == expected
 
 
 def test_controller_epoch_grows_with_each_election(tmp_path):
