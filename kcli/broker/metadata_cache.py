@@ -68,6 +68,7 @@ class MetadataCache:
         self._brokers: dict[int, zk.BrokerRegistration] = {}
         self._controller_id: int | None = None
         self._broker_configs: dict[int | None, dict[str, str]] = {}
+        self._pending: _Changed | None = None
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -171,8 +172,25 @@ class MetadataCache:
             self._broker_configs = configs
 
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
-        """A store's watch, on its thread: note what changed and have it read."""
-        changed = _Changed()
+        """A store's watch, on its thread: note what changed and have it read. Changes noted
+        before the read starts are read together (ZooKeeper reports a topic of 1,000 partitions
+        as some 3,000 node events: one read of the topic, not one per node)."""
+        with self._lock:
+            first = self._pending is None
+            if first:
+                self._pending = _Changed()
+            self._note(self._pending, events)
+        if first:
+            self.thread.submit(self._read_pending)
+
+    def _read_pending(self) -> None:
+        with self._lock:
+            changed, self._pending = self._pending, None
+        if changed is not None:
+            self._read(changed)
+
+    @staticmethod
+    def _note(changed: _Changed, events: list[ChangeEvent]) -> None:
         for event in events:
             parts = event.path.split("/")
             if event.path.startswith(BROKER_CONFIGS + "/"):
@@ -188,7 +206,6 @@ class MetadataCache:
                     changed.topics.add(parts[3])
             elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
                 changed.topics.add(parts[3])
-        self.thread.submit(lambda: self._read(changed))
 
     def _read(self, changed: _Changed) -> None:
         """On the metadata thread: the tree's current state of what changed, handed to the loop."""

@@ -48,6 +48,7 @@ class KafkaController:
         self._unwatch: list[Callable[[], None]] = []
         self._unwatch_controller: Callable[[], None] | None = None
         self._live: set[int] = set()
+        self._pending: list[ChangeEvent] = []
 
     # -- election ---------------------------------------------------------------------------------
 
@@ -122,8 +123,20 @@ class KafkaController:
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
         # On the store's thread: the controller's work (tree reads and writes) is queued on the
         # metadata thread, in order.
-        if self.active:
-            self.thread.submit(lambda: self._process(events))
+        # Events noted before the work starts are handled together.
+        if not self.active:
+            return
+        with self._lock:
+            first = not self._pending
+            self._pending.extend(events)
+        if first:
+            self.thread.submit(self._process_pending)
+
+    def _process_pending(self) -> None:
+        with self._lock:
+            events, self._pending = self._pending, []
+        if events:
+            self._process(events)
 
     def _process(self, events: list[ChangeEvent]) -> None:
         if not self.active:
