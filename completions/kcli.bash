@@ -30,13 +30,14 @@ _kcli() {
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
             "/zookeeper") path="zookeeper" ;;
+            "/zookeeper-shell") path="zookeeper-shell" ;;
             "broker/start") path="broker/start" ;;
             "zookeeper/start") path="zookeeper/start" ;;
         esac
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics zookeeper --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -268,6 +269,8 @@ _kcli() {
         "zookeeper")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "zookeeper/start")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "zookeeper-shell")
             COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
     esac
 }

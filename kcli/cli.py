@@ -29,6 +29,7 @@ from kcli.tools import (
     stats,
     topics,
     zookeeper,
+    zookeeper_shell,
 )
 
 app = typer.Typer(
@@ -57,6 +58,7 @@ def _root(
 for tool in (
     broker,
     zookeeper,
+    zookeeper_shell,
     topics,
     console_producer,
     console_consumer,
