@@ -19,11 +19,12 @@ What it prints follows ZooKeeper 3.8.4's ``ZooKeeperMain`` (the ZooKeeper Kafka 
   ``KeeperErrorCode = ConnectionLoss for /path`` (exit 1), as the Java client's queued request
   does at its first failed attempt; the next command tries again. Nothing retries endlessly.
 
-Deliberate differences: a bad number for ``-v`` is one line (Java lets its
-NumberFormatException's stack trace escape and dies); a line of blanks is ignored (Java re-runs
-the previous command); commands ZooKeeper lists but kcli does not serve (quotas, reconfig,
-persistent watches) say so in one line; ``rmr``, removed in ZooKeeper 3.6, is still served as
-Kafka 2.8's shell (ZooKeeper 3.5) did, with its deprecation line. TLS options are refused.
+Deliberate differences: a bad number for ``-v`` or ``redo`` is one line (Java lets its
+NumberFormatException's stack trace escape and dies); commands ZooKeeper lists but kcli does not
+serve (quotas, reconfig, persistent watches, config, whoami) say so in one line; ``rmr``, removed
+in ZooKeeper 3.6, is still served as Kafka 2.8's shell (ZooKeeper 3.5) did, with its deprecation
+line; leaving closes the session (the Java process just exits, so its ephemeral nodes outlive it
+until the session times out). TLS options are refused.
 """
 
 from __future__ import annotations
