@@ -69,7 +69,7 @@ def java_date(epoch_ms: int) -> str:
     """java.util.Date.toString in UTC: EEE MMM dd HH:mm:ss zzz yyyy, English names."""
     days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    when = datetime.datetime.fromtimestamp(epoch_ms / 1000, datetime.timezone.utc)
+    when = datetime.datetime.fromtimestamp(epoch_ms / 1000, datetime.UTC)
     return f"{days[when.weekday()]} {months[when.month - 1]} {when:%d %H:%M:%S} UTC {when.year}"
 
 

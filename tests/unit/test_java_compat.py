@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcli.java_compat import (
-    date_to_string,
     INT_MAX,
     INT_MIN,
     LONG_MAX,
     LONG_MIN,
+    date_to_string,
     double_to_string,
     float_to_string,
     format_fixed,
