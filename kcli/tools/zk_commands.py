@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from kazoo import exceptions as kz
-from kazoo.protocol.serialization import Create2, read_string, write_string
+from kazoo.protocol.serialization import Create2, GetData, read_string, write_string
 from kazoo.security import ACL, Id
 
 from kcli.java_compat import parse_int, parse_long
@@ -77,7 +77,7 @@ def _failure(error: Exception, path: str | None) -> CliError:
 _KAZOO_FAILURES = (kz.KazooException, kz.ZookeeperError)
 
 
-def _run(shell: Shell, path: str, call: Callable[[KazooClient], object]) -> object:
+def _run(shell: Shell, path: str | None, call: Callable[[KazooClient], object]) -> object:
     """``call(client)`` for an operation on ``path``; a ZooKeeper error becomes the CliError the
     Java command throws (``CliWrapperException``)."""
     client = shell.zk(path)
@@ -131,6 +131,27 @@ class _GetAllChildrenNumber(NamedTuple("_GetAllChildrenNumber", [("path", str)])
     @classmethod
     def deserialize(cls, data, offset):
         return struct.unpack_from("!i", data, offset)[0]
+
+
+class _WhoAmI(NamedTuple("_WhoAmI", [])):
+    type = 107
+
+    def __bool__(self) -> bool:
+        return True  # kazoo reads an answer only for a true request; an empty tuple is false
+
+    def serialize(self) -> bytes:
+        return b""
+
+    @classmethod
+    def deserialize(cls, data, offset):
+        (count,) = struct.unpack_from("!i", data, offset)
+        offset += 4
+        infos = []
+        for _ in range(max(count, 0)):
+            scheme, offset = read_string(data, offset)
+            user, offset = read_string(data, offset)
+            infos.append((scheme, user))
+        return infos
 
 
 class _CreateContainer(Create2):
@@ -523,12 +544,33 @@ def set_acl(shell: Shell, words: list[str]) -> None:
         shell.lines(stat_lines(result))
 
 
+def whoami(shell: Shell, words: list[str]) -> None:
+    parse_options({}, words)
+    infos = _run(shell, None, lambda zk: _submit(zk, _WhoAmI()))
+    shell.lines(["Auth scheme: User", *(f"{scheme}: {user}" for scheme, user in infos)])
+
+
+# ZooDefs.CONFIG_NODE: read by getConfig without the chroot.
+CONFIG_NODE = "/zookeeper/config"
+
+
+def config(shell: Shell, words: list[str]) -> None:
+    options, _args = parse_options({"s": False, "w": False, "c": False}, words)
+    if "c" in options:
+        raise CliError("kcli zookeeper-shell does not serve 'config -c' (ZooKeeper's zkCli does)")
+    watch = _watcher(shell, "w" in options)
+    data, found = _run(shell, CONFIG_NODE, lambda zk: _submit(zk, GetData(CONFIG_NODE, watch)))
+    shell.line("null" if data is None else data.decode("utf-8", errors="replace"))
+    if "s" in options:
+        shell.lines(stat_lines(found))
+
+
 def _commands() -> dict[str, Command]:
     served: dict[str, tuple[str, Callable[[Shell, list[str]], None] | None]] = {
         "addWatch": ("[-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE", None),
         "addauth": ("scheme auth", addauth),
         "close": ("", close),
-        "config": ("[-c] [-w] [-s]", None),
+        "config": ("[-c] [-w] [-s]", config),
         "create": ("[-s] [-e] [-c] [-t ttl] path [data] [acl]", create),
         "delete": ("[-v version] path", delete),
         "deleteall": ("path [-b batch size]", deleteall),
@@ -553,7 +595,7 @@ def _commands() -> dict[str, Command]:
         "stat": ("[-w] path", stat),
         "sync": ("path", sync),
         "version": ("", version),
-        "whoami": ("", None),
+        "whoami": ("", whoami),
     }
     return {name: Command(name, options, run) for name, (options, run) in served.items()}
 

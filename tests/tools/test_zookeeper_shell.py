@@ -360,3 +360,49 @@ def test_unreachable_server_fails_the_command(tmp_path):
     assert result.lines[1:] == ["Welcome to ZooKeeper!", "JLine support is disabled", "Sync has failed. rc=-4"]
     assert result.stderr == "KeeperErrorCode = ConnectionLoss for /a\n"
     assert result.returncode == 0  # sync reports its failure as output
+
+
+def test_a_watch_prints_its_event_when_it_fires(chroot):
+    import os
+    import queue
+    import subprocess
+    import sys
+    import threading
+
+    chroot.zk.create("/w", b"1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kcli", "zookeeper-shell", chroot.connect],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **UTC},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in process.stdout], daemon=True).start()
+
+    def read_until(expected: str) -> list[str]:
+        seen = []
+        while not seen or seen[-1] != expected:
+            seen.append(lines.get(timeout=30))
+        return seen
+
+    try:
+        process.stdin.write("get -w /w\n")
+        process.stdin.flush()
+        read_until("1")
+        chroot.zk.set("/w", b"2")
+        # The default watcher prints the event: printMessage("WATCHER::"), printMessage(event).
+        event = "WatchedEvent state:SyncConnected type:NodeDataChanged path:/w"
+        assert read_until(event)[-4:] == ["", "WATCHER::", "", event]
+        process.stdin.write("ls -w /\n")
+        process.stdin.flush()
+        read_until("[w]")
+        chroot.zk.create("/x")
+        event = "WatchedEvent state:SyncConnected type:NodeChildrenChanged path:/"
+        assert read_until(event)[-4:] == ["", "WATCHER::", "", event]
+        process.stdin.write("whoami\nconfig\nquit\n")
+        process.stdin.flush()
+        # WhoAmICommand; GetConfigCommand prints /zookeeper/config's data (empty when standalone).
+        assert read_until("ip: 127.0.0.1")[-2:] == ["Auth scheme: User", "ip: 127.0.0.1"]
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
