@@ -172,9 +172,10 @@ class Shell:
             if self._connected_once:
                 self._event("Disconnected")
         elif state == KazooState.LOST:
-            if self._connected_once and not self._closed:
-                expired = client.client_state == "EXPIRED_SESSION"
-                self._event("Expired" if expired else "Disconnected")
+            # After SUSPENDED (Disconnected, already printed): the session is gone, for good
+            # when it expired; the next command opens a new one.
+            if self._connected_once and not self._closed and client.client_state == "EXPIRED_SESSION":
+                self._event("Expired")
             self._settled.set()
 
     def zk(self, path: str | None) -> KazooClient:

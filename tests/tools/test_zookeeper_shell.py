@@ -96,6 +96,40 @@ def output(result, chroot: Chroot) -> list[str]:
     return result.lines[5:]
 
 
+class ShellProcess:
+    """An interactive shell fed line by line, its stdout and stderr read as they come."""
+
+    def __init__(self, connect: str) -> None:
+        import os
+        import queue
+        import subprocess
+        import sys
+        import threading
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kcli", "zookeeper-shell", connect],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, **UTC},
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line.rstrip("\n")) for line in self.process.stdout], daemon=True).start()
+
+    def send(self, line: str) -> None:
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def read_until(self, expected: str) -> list[str]:
+        seen = []
+        while not seen or seen[-1] != expected:
+            seen.append(self.lines.get(timeout=30))
+        return seen
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
 def test_one_command_connects_prints_the_event_then_its_output(chroot):
     chroot.zk.create("/b")
     chroot.zk.create("/a")
@@ -363,46 +397,49 @@ def test_unreachable_server_fails_the_command(tmp_path):
 
 
 def test_a_watch_prints_its_event_when_it_fires(chroot):
-    import os
-    import queue
-    import subprocess
-    import sys
-    import threading
-
     chroot.zk.create("/w", b"1")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kcli", "zookeeper-shell", chroot.connect],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **UTC},
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in process.stdout], daemon=True).start()
-
-    def read_until(expected: str) -> list[str]:
-        seen = []
-        while not seen or seen[-1] != expected:
-            seen.append(lines.get(timeout=30))
-        return seen
-
+    shell = ShellProcess(chroot.connect)
     try:
-        process.stdin.write("get -w /w\n")
-        process.stdin.flush()
-        read_until("1")
+        shell.send("get -w /w")
+        shell.read_until("1")
         chroot.zk.set("/w", b"2")
         # The default watcher prints the event: printMessage("WATCHER::"), printMessage(event).
         event = "WatchedEvent state:SyncConnected type:NodeDataChanged path:/w"
-        assert read_until(event)[-4:] == ["", "WATCHER::", "", event]
-        process.stdin.write("ls -w /\n")
-        process.stdin.flush()
-        read_until("[w]")
+        assert shell.read_until(event)[-4:] == ["", "WATCHER::", "", event]
+        shell.send("ls -w /")
+        shell.read_until("[w]")
         chroot.zk.create("/x")
         event = "WatchedEvent state:SyncConnected type:NodeChildrenChanged path:/"
-        assert read_until(event)[-4:] == ["", "WATCHER::", "", event]
-        process.stdin.write("whoami\nconfig\nquit\n")
-        process.stdin.flush()
-        # WhoAmICommand; GetConfigCommand prints /zookeeper/config's data (empty when standalone).
-        assert read_until("ip: 127.0.0.1")[-2:] == ["Auth scheme: User", "ip: 127.0.0.1"]
-        assert process.wait(30) == 0
+        assert shell.read_until(event)[-4:] == ["", "WATCHER::", "", event]
+        # WhoAmICommand's lines; then GetConfigCommand prints /zookeeper/config's data.
+        shell.send("whoami")
+        assert shell.read_until("ip: 127.0.0.1")[-2:] == ["Auth scheme: User", "ip: 127.0.0.1"]
+        shell.send("config")
+        shell.send("quit")
+        assert shell.process.wait(30) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        shell.stop()
+
+
+def test_a_lost_server_fails_commands_until_it_returns(tmp_path):
+    from tests.zookeeper_process import ZooKeeperProcess
+
+    server = ZooKeeperProcess(tmp_path).start()
+    shell = ShellProcess(server.connect)
+    try:
+        shell.send("ls /")
+        shell.read_until("[zookeeper]")
+        server.stop()
+        # The watcher hears Disconnected (once); a command then fails with ConnectionLoss.
+        disconnected = "WatchedEvent state:Disconnected type:None path:null"
+        assert shell.read_until(disconnected)[-4:] == ["", "WATCHER::", "", disconnected]
+        shell.send("ls /")
+        assert shell.read_until("KeeperErrorCode = ConnectionLoss for /") == ["KeeperErrorCode = ConnectionLoss for /"]
+        server.start()
+        shell.send("ls /")
+        assert shell.read_until("[zookeeper]") == CONNECTED + ["[zookeeper]"]
+        shell.send("quit")
+        assert shell.process.wait(30) == 0
+    finally:
+        shell.stop()
+        server.stop()
