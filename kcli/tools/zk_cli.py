@@ -39,6 +39,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
+from kcli.java_compat import parse_int
 from kcli.output import Output
 from kcli.tools.zk_commands import ALIASES, COMMANDS, ConnectionLossError
 from kcli.tools.zk_text import (
@@ -349,27 +350,23 @@ def run(connect: str | None, args: Sequence[str]) -> int:
         return 1
     try:
         options, words = _parse_main_options(["-server", connect, *args])
-    except CliError as error:
-        output.diag(str(error))
-        return 1
-    for tls in ("-zk-tls-config-file", "-client-configuration"):
-        if tls in options:
-            output.diag(f"kcli zookeeper-shell does not support {tls} (TLS to ZooKeeper)")
-            return 1
-    try:
-        timeout_ms = int(options.get("-timeout", DEFAULT_TIMEOUT_MS))
-    except ValueError:
-        output.diag(f'java.lang.NumberFormatException: For input string: "{options["-timeout"]}"')
-        return 1
-    server = options["-server"]
-    output.line(f"Connecting to {server}")
-    output.flush()
-    try:
+        for tls in ("-zk-tls-config-file", "-client-configuration"):
+            if tls in options:
+                raise CliError(f"kcli zookeeper-shell does not support {tls} (TLS to ZooKeeper)")
+        server = options["-server"]
+        output.line(f"Connecting to {server}")
+        output.flush()
+        # connectToZK: Integer.parseInt of -timeout, then ConnectStringParser's chroot check.
+        try:
+            timeout_ms = parse_int(options.get("-timeout", str(DEFAULT_TIMEOUT_MS)))
+        except ValueError as error:
+            raise CliError(f"java.lang.NumberFormatException: {error}") from None
         _check_chroot(server)
     except CliError as error:
         output.diag(str(error))
         return 1
-    shell = Shell(server, timeout_ms, "-r" in options, output)
+    # ZooKeeper lets the server raise a tiny session timeout to its minimum; kazoo needs > 0.
+    shell = Shell(server, max(timeout_ms, 1), "-r" in options, output)
     shell.open(server)
     try:
         if words:

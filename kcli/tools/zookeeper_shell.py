@@ -23,11 +23,18 @@ def register(app: typer.Typer) -> None:
 
 
 def zookeeper_shell(
+    ctx: typer.Context,
     connect: Annotated[str | None, typer.Argument(metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string.", show_default=False)] = None,
     args: Annotated[list[str] | None, typer.Argument(metavar="[command args...]", help="A zkCli command and its arguments; none for the interactive shell.", show_default=False)] = None,
 ) -> None:
     import sys
 
+    import click
+
     from kcli.tools.zk_cli import run
+
+    if connect is not None and connect.startswith("-"):
+        # Unknown options are the shell's once the connect string is given; before it, kcli's.
+        raise click.NoSuchOption(connect, ctx=ctx)
 
     sys.exit(run(connect, args or []))
