@@ -27,6 +27,9 @@ from kazoo.security import ACL, Id
 from kcli.java_compat import parse_int, parse_long
 from kcli.tools.zk_text import (
     CONNECTION_LOSS,
+    EPHEMERAL_ON_LOCAL_SESSION,
+    INVALID_ACL,
+    NO_NODE,
     CliError,
     acl_lines,
     java_list,
@@ -58,7 +61,7 @@ class ConnectionLossError(CliError):
     """The session could not be reached for an operation on ``path``."""
 
     def __init__(self, path: str | None) -> None:
-        super().__init__(keeper_message(CONNECTION_LOSS, path))
+        super().__init__(keeper_message(CONNECTION_LOSS, path), code=CONNECTION_LOSS)
 
 
 def error_code(error: Exception) -> int:
@@ -71,7 +74,8 @@ def error_code(error: Exception) -> int:
 def _failure(error: Exception, path: str | None) -> CliError:
     if isinstance(error, ConnectionLossError):
         return error
-    return CliError(wrapper_message(error_code(error), path))
+    code = error_code(error)
+    return CliError(wrapper_message(code, path), code=code)
 
 
 _KAZOO_FAILURES = (kz.KazooException, kz.ZookeeperError)
@@ -208,8 +212,8 @@ def _check_acl(shell: Shell, acl: list[ACL]) -> None:
     """ZooKeeper.validateACL, after the path's check: an empty list is refused before any request
     (an InvalidACLException without a path, printed by CreateCommand and then wrapped)."""
     if not acl:
-        shell.err(keeper_message(-114, None))
-        raise CliError(wrapper_message(-114, "null"))
+        shell.err(keeper_message(INVALID_ACL, None))
+        raise CliError(wrapper_message(INVALID_ACL, "null"), code=INVALID_ACL)
 
 
 def _int_option(value: str | None, default: int) -> int:
@@ -266,7 +270,7 @@ def _visit_subtree(shell: Shell, root: str, watch, visit: Callable[[str], None])
         try:
             children = sorted(_run(shell, path, lambda zk, path=path: zk.get_children(path, watch=watch)))
         except CliError as error:
-            if str(error) == wrapper_message(-101, path):
+            if error.code == NO_NODE:
                 continue
             raise
         prefix = path if path == "/" else path + "/"
@@ -307,7 +311,7 @@ def stat(shell: Shell, words: list[str]) -> None:
     validate_path(path)
     found = _run(shell, path, lambda zk: zk.exists(path, watch=_watcher(shell, "w" in options)))
     if found is None:
-        raise CliError(wrapper_message(-101, path))
+        raise CliError(wrapper_message(NO_NODE, path), code=NO_NODE)
     shell.lines(stat_lines(found))
 
 
@@ -359,9 +363,9 @@ def create(shell: Shell, words: list[str]) -> None:
     try:
         created = _run(shell, path, call)
     except CliError as error:
-        if str(error) == wrapper_message(-114, path):
-            shell.err(keeper_message(-114, path))
-        elif str(error) == keeper_message(-120, path):
+        if error.code == INVALID_ACL:
+            shell.err(keeper_message(INVALID_ACL, path))
+        elif error.code == EPHEMERAL_ON_LOCAL_SESSION:
             shell.err("Unable to create ephemeral node on a local session")
         raise
     shell.err(f"Created {created}")
@@ -528,7 +532,7 @@ def set_acl(shell: Shell, words: list[str]) -> None:
         def set_one(node: str) -> None:
             # SetAclCommand prints a node's failure (KeeperException.getMessage) and goes on.
             if not acl:
-                shell.line(keeper_message(-114, None))
+                shell.line(keeper_message(INVALID_ACL, None))
                 return
             try:
                 shell.zk(node).set_acls(node, acl, version=version)
@@ -538,7 +542,7 @@ def set_acl(shell: Shell, words: list[str]) -> None:
         _visit_subtree(shell, path, None, set_one)
         return
     if not acl:
-        raise CliError(wrapper_message(-114, "null"))
+        raise CliError(wrapper_message(INVALID_ACL, "null"), code=INVALID_ACL)
     result = _run(shell, path, lambda zk: zk.set_acls(path, acl, version=version))
     if "s" in options:
         shell.lines(stat_lines(result))

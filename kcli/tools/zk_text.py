@@ -18,9 +18,10 @@ from kcli.java_compat import date_to_string
 class CliError(Exception):
     """ZooKeeper's ``CliException``: its message goes to stderr, its exit code is the shell's."""
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
+    def __init__(self, message: str, exit_code: int = 1, code: int | None = None) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.code = code  # the KeeperException code behind it, if any
 
 
 # KeeperException.Code: the number on the wire -> getCodeMessage.
@@ -56,7 +57,7 @@ _CODE_MESSAGES: Mapping[int, str] = {
     -125: "Quota has exceeded",
     -127: "Op throttled due to high load",
 }
-CONNECTION_LOSS = -4
+CONNECTION_LOSS, NO_NODE, INVALID_ACL, EPHEMERAL_ON_LOCAL_SESSION = -4, -101, -114, -120
 
 # CliWrapperException's own wording for some codes (the path follows).
 _WRAPPER_MESSAGES: Mapping[int, str] = {
