@@ -31,6 +31,7 @@ _kcli() {
             "/topics") path="topics" ;;
             "/transactions") path="transactions" ;;
             "/zookeeper") path="zookeeper" ;;
+            "/zookeeper-shell") path="zookeeper-shell" ;;
             "broker/start") path="broker/start" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
@@ -42,7 +43,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -316,6 +317,8 @@ _kcli() {
         "zookeeper")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "zookeeper/start")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "zookeeper-shell")
             COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
     esac
 }

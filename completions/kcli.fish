@@ -36,6 +36,7 @@ complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, k
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
 complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
+complete -c kcli -n '__fish_use_subcommand' -a zookeeper-shell -d 'Run ZooKeeper\'s command-line client (zkCli) against HOST:PORT[/chroot]: one command (ls, get, stat, create, set, delete, deleteall, getAcl, sync, ...) and exit, or an interactive shell reading commands from stdin'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
 
@@ -368,3 +369,6 @@ complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -l help -d 'Show thi
 
 # zookeeper start
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
+
+# zookeeper-shell
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper-shell' -l help -d 'Show this message and exit'

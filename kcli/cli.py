@@ -30,6 +30,7 @@ from kcli.tools import (
     topics,
     transactions,
     zookeeper,
+    zookeeper_shell,
 )
 
 app = typer.Typer(
@@ -58,6 +59,7 @@ def _root(
 for tool in (
     broker,
     zookeeper,
+    zookeeper_shell,
     topics,
     console_producer,
     console_consumer,
