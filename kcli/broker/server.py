@@ -12,7 +12,7 @@ UNSUPPORTED_VERSION and the served ranges, as Kafka does, so a newer client can 
 other failure inside a handler is logged with its traceback and closes only that connection.
 Fetch responses send large file ranges with ``sendfile``.
 
-Frames are read by a buffered protocol (``Connection``, on ``kcli.protocol.frame_stream``): a
+Frames are read by a buffered protocol (``Connection``, on ``kcli.network.frame_stream``): a
 large frame (a produce request) is received straight into a buffer of its own, grown as its bytes
 arrive, so its bytes are copied once, by the kernel, on their way in, and an announced size costs
 nothing until it is sent.
@@ -38,8 +38,8 @@ from typing import Any
 from kcli.broker.connection_quotas import ConnectionQuotas, normalize_address
 from kcli.broker.handlers import Api, RawResponse
 from kcli.errors import ErrorCode
+from kcli.network.frame_stream import FrameStream
 from kcli.protocol import framing, mapping_encoder, messages
-from kcli.protocol.frame_stream import FrameStream
 
 log = logging.getLogger("kcli.broker.network")
 

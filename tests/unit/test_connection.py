@@ -1,4 +1,4 @@
-"""The broker's frame reader (server.Connection on protocol.frame_stream): frames cut out of a byte stream however it is split."""
+"""The broker's frame reader (server.Connection on network.frame_stream): frames cut out of a byte stream however it is split."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcli.broker import server
-from kcli.protocol import frame_stream
+from kcli.network import frame_stream
 from kcli.broker.server import CloseConnection, Connection
 
 
