@@ -17,6 +17,7 @@ import struct
 from typing import NamedTuple
 
 from kcli.protocol.request_check import tagged_section_end
+from kcli.storage.varint import decode_unsigned_varint
 
 API_KEY = 0
 VERSIONS = range(3, 12)  # v12 (KIP-890's) and v13 (topic ids) are kio's to read
@@ -123,13 +124,6 @@ def _tagged_fields_end(view: memoryview, position: int, end: int) -> int:
 
 def _uvarint(view: memoryview, position: int) -> tuple[int, int]:
     byte = view[position]
-    if byte < 0x80:
+    if byte < 0x80:  # lengths and counts below 127: nearly all of them
         return byte, position + 1
-    value = shift = 0
-    while True:
-        byte = view[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
+    return decode_unsigned_varint(view, position)
