@@ -35,6 +35,7 @@ compacted topic, a timestamp out of bounds, another codec, LogAppendTime, a batc
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -210,7 +211,8 @@ def validate_and_assign_offsets(
     n = len(view)
     if n == 0:
         raise CorruptRecordError("an append must hold at least one record batch")
-    append = _Append(view, config, RecordRules.for_config(config, now), partition, origin, leader_epoch, log_append_time)
+    data, data_start = _walkable(view)
+    append = _Append(view, data, data_start, config, RecordRules.for_config(config, now), partition, origin, leader_epoch, log_append_time)
     next_offset = first_offset
     max_timestamp = offset_of_max_timestamp = NO_TIMESTAMP
     shallow_count = record_count = 0
@@ -287,6 +289,8 @@ class _Append(NamedTuple):
     """One append's buffer and settings, for the per-batch steps."""
 
     view: memoryview
+    data: bytes | bytearray  # the bytes under the view, for the record walk ...
+    data_start: int  # ... and where the view starts in them
     config: LogConfig
     rules: RecordRules
     partition: str
@@ -305,7 +309,8 @@ class _Append(NamedTuple):
         position, size = batch.position, batch.size_in_bytes
         if target == codec and not self.rules.needs_records(batch):
             if codec == CompressionType.NONE:
-                walk_records(self.view, position + RECORD_BATCH_OVERHEAD, position + size, batch.record_count)
+                start = self.data_start + position
+                walk_records(self.data, start + RECORD_BATCH_OVERHEAD, start + size, batch.record_count)
             else:
                 section = inflate_records(batch, self.partition, self.config.max_message_bytes)
                 walk_records(section, 0, len(section), batch.record_count, check_offset_deltas=True)
@@ -323,6 +328,19 @@ class _Append(NamedTuple):
             return rebuilt, RecordBatch(rebuilt)
         batch.assign(base_offset, self.leader_epoch, self.log_append_time)
         return self.view[position : position + size], batch
+
+
+def _walkable(view: memoryview) -> tuple[bytes | bytearray, int]:
+    """The bytes object under ``view``, which the record walk takes strided slices of (a memoryview
+    would copy each column slowly), and where ``view`` starts in it. A writable view into a larger
+    bytearray (a produce request's records in their frame) is located in it by address: no copy.
+    Anything else that does not cover its whole object is copied."""
+    base = view.obj
+    if isinstance(base, (bytes, bytearray)) and len(base) == view.nbytes:
+        return base, 0
+    if isinstance(base, bytearray) and not view.readonly and view.c_contiguous and view.nbytes:
+        return base, ctypes.addressof(ctypes.c_char.from_buffer(view)) - ctypes.addressof(ctypes.c_char.from_buffer(base))
+    return view.tobytes(), 0
 
 
 def _read_batch(
@@ -394,7 +412,7 @@ def _encoded_offset_deltas(count: int) -> list[bytes]:
     return table
 
 
-def walk_records(data: bytes | bytearray | memoryview, start: int, end: int, count: int, *, check_offset_deltas: bool = False) -> None:
+def walk_records(data: bytes | bytearray, start: int, end: int, count: int, *, check_offset_deltas: bool = False) -> None:
     """Check the framing of a records section without decoding the records.
 
     Each record's length prefix must lead to the next, and the ``count`` records must end exactly
@@ -404,11 +422,12 @@ def walk_records(data: bytes | bytearray | memoryview, start: int, end: int, cou
     records of one shape are checked a column at a time (``record_runs``), the rest one by one.
     Raises InvalidRecordError.
     """
+    runs = isinstance(data, (bytes, bytearray))
     pos = start
     i = 0
     one_by_one = 1  # records walked one by one before the next run is looked for; doubles while none is found
     while i < count:
-        if count - i >= MIN_RUN:
+        if runs and count - i >= MIN_RUN:
             run = find_run(data, pos, end, count - i)
             if run is not None and (not check_offset_deltas or offset_deltas(data, run) == list(range(i, i + run.count))):
                 pos = run.end

@@ -100,11 +100,10 @@ class Shape(NamedTuple):
         return self.start + self.count * self.stride
 
 
-def find_run(data: bytes | bytearray | memoryview, pos: int, end: int, limit: int) -> Shape | None:
+def find_run(data: bytes | bytearray, pos: int, end: int, limit: int) -> Shape | None:
     """The longest run of at most ``limit`` records before ``end`` shaped like the one at ``pos``,
     or None when that is shorter than ``MIN_RUN`` or the record has headers, wide deltas or bad
-    framing (the general decoder then reads it, and reports what is wrong). ``data`` may be a
-    view (a produce request's records, checked in place): its columns are copied, not its bytes."""
+    framing (the general decoder then reads it, and reports what is wrong)."""
     try:
         p = pos
         w_len = _width(data, p)
@@ -144,17 +143,12 @@ def find_run(data: bytes | bytearray | memoryview, pos: int, end: int, limit: in
     for at, width, _ in lengths:
         framing.extend(range(at, at + width))
     framing.append(stride - 1)
-    view = type(data) is memoryview
     for at in framing:
         column = data[pos + at : pos + at + count * stride : stride]
-        if view:
-            column = column.tobytes()
         count = len(column) - len(column.lstrip(column[:1]))
     for at, width in varints:
         for i in range(width):
             column = data[pos + at + i : pos + at + i + count * stride : stride]
-            if view:
-                column = column.tobytes()
             count = len(column) - len(column.lstrip(_HIGH if i < width - 1 else _LOW))
     if count < MIN_RUN:
         return None

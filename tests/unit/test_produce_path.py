@@ -8,7 +8,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from crc32c import crc32c
 
+from kcli.errors import InvalidRecordError
 from kcli.storage import records as records_module
 from kcli.storage.log import Log
 from kcli.storage.log_config import LogConfig
@@ -102,3 +104,20 @@ def test_only_a_magic_2_batch_long_enough_for_a_header_gets_one():
     legacy = bytearray(payload)
     legacy[records_module.MAGIC_OFFSET] = 1
     assert single_batch_header(legacy) is None
+
+
+def test_records_checked_in_their_frame_are_checked_where_they_sit(tmp_path: Path):
+    # A record's length prefix that does not lead to the next record, under a valid CRC: the walk
+    # over the frame (the batch 37 bytes into it) finds it, as it does in a buffer of its own.
+    payload = bytearray(_idempotent_batch(8, 10))
+    first_record = records_module.RECORD_BATCH_OVERHEAD
+    payload[first_record] += 2  # zig-zag: the first record claims one byte more
+    crc_start = records_module.ATTRIBUTES_OFFSET
+    struct.pack_into(">I", payload, records_module.CRC_OFFSET, crc32c(bytes(payload[crc_start:])))
+    log = Log.open(tmp_path / "t-0", LogConfig(), clock=lambda: 2_000)
+    _, view = _request_with(bytes(payload))
+    with pytest.raises(InvalidRecordError):
+        log.append(single_batch_header(view))
+    with pytest.raises(InvalidRecordError):
+        log.append(bytes(payload))
+    assert log.log_end_offset == 0
