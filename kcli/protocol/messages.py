@@ -90,11 +90,12 @@ def decode_request(api_key: int, version: int, buffer: bytes | bytearray | memor
 
     The body is checked structurally first (``request_check``): kio's reader would trust a huge
     array count and abort the process allocating for it. A Produce request is read by
-    ``produce_request``, which leaves its records in ``buffer`` instead of copying them.
+    ``produce_request``, which makes the same checks as it reads and leaves the records in
+    ``buffer`` instead of copying them.
     """
-    check_body(request_type(api_key, version), buffer, offset)
     if api_key == produce_request.API_KEY and version in produce_request.VERSIONS:
         return produce_request.read(buffer, offset, version)
+    check_body(request_type(api_key, version), buffer, offset)
     if type(buffer) is not bytes:
         buffer = memoryview(buffer).toreadonly()  # kio's reader takes read-only buffers only
     entity, _size = request_reader(api_key, version)(buffer, offset)

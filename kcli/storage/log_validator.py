@@ -330,15 +330,19 @@ class _Append(NamedTuple):
         return self.view[position : position + size], batch
 
 
+# Below this size a copy of the records costs less than finding where they sit (two ctypes lookups).
+_LOCATE_MIN_BYTES = 16 * 1024
+
+
 def _walkable(view: memoryview) -> tuple[bytes | bytearray, int]:
     """The bytes object under ``view``, which the record walk takes strided slices of (a memoryview
-    would copy each column slowly), and where ``view`` starts in it. A writable view into a larger
-    bytearray (a produce request's records in their frame) is located in it by address: no copy.
-    Anything else that does not cover its whole object is copied."""
+    would copy each column slowly), and where ``view`` starts in it. A large writable view into a
+    larger bytearray (a produce request's records in their frame) is located in it by address:
+    no copy. Anything else that does not cover its whole object is copied."""
     base = view.obj
     if isinstance(base, (bytes, bytearray)) and len(base) == view.nbytes:
         return base, 0
-    if isinstance(base, bytearray) and not view.readonly and view.c_contiguous and view.nbytes:
+    if view.nbytes >= _LOCATE_MIN_BYTES and isinstance(base, bytearray) and not view.readonly and view.c_contiguous:
         return base, ctypes.addressof(ctypes.c_char.from_buffer(view)) - ctypes.addressof(ctypes.c_char.from_buffer(base))
     return view.tobytes(), 0
 

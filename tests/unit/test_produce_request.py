@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcli.protocol import mapping_encoder, messages, produce_request
-from kcli.protocol.request_check import MalformedRequest
+from kcli.protocol.request_check import MalformedRequest, check_body
 
 names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 records = st.one_of(st.none(), st.binary(max_size=300))
@@ -101,3 +101,41 @@ def test_other_requests_decode_from_a_writable_frame_too(api_key, version, reque
     expected = messages.request_reader(api_key, version)(body, 0)[0]
     assert messages.decode_request(api_key, version, bytearray(body), 0) == expected
     assert messages.decode_request(api_key, version, memoryview(bytearray(b"??" + body)), 2) == expected
+
+
+def _outcome(read):
+    try:
+        return read()
+    except MalformedRequest:
+        return "malformed"
+    except UnicodeDecodeError:
+        return "not utf-8"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    request=requests,
+    version=st.sampled_from(list(produce_request.VERSIONS)),
+    cut=st.integers(0, 400),
+    flips=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=3),
+)
+def test_damaged_bodies_are_refused_as_the_structural_check_refuses_them(request, version, cut, flips):
+    """The reader checks as it reads: whatever request_check refuses, it refuses; whatever the
+    check accepts, it reads as kio does (kio refuses unknown tagged fields, which it skips)."""
+    body = bytearray(mapping_encoder.encode_request(0, version, request))
+    for at, value in flips:
+        if body:
+            body[at % len(body)] = value
+    body = body[: len(body) - cut % (len(body) + 1)] if cut % 3 == 0 else body
+    checked = _outcome(lambda: check_body(messages.request_type(0, version), bytes(body), 0))
+    decoded = _outcome(lambda: produce_request.read(body, 0, version))
+    if checked == "malformed":
+        assert decoded in ("malformed", "not utf-8")  # refused, whichever fault is met first
+        return
+    assert decoded != "malformed"
+    try:
+        expected = messages.request_reader(0, version)(bytes(body), 0)[0]
+    except Exception:  # kio's own errors: an unknown tag, bad UTF-8
+        assert decoded == "not utf-8" or bytes(body) != mapping_encoder.encode_request(0, version, _plain(decoded))
+        return
+    assert _plain(decoded) == _plain(expected)
