@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcli.broker import server
-from kcli.network import frame_stream
 from kcli.broker.server import CloseConnection, Connection
+from kcli.network import frame_stream
 
 
 class FakeTransport:

@@ -14,16 +14,7 @@ from kcli.errors import ErrorCode, KcliError
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
-from kcli.storage.records import (
-    ControlType,
-    NewRecord,
-    RecordBatch,
-    TimestampType,
-    build_batch,
-    control_record,
-    end_txn_marker_value,
-    iter_batches,
-)
+from kcli.storage.records import ControlType, NewRecord, RecordBatch, TimestampType, build_batch, control_record, end_txn_marker_value, iter_batches
 
 
 def _string(text: str) -> bytes:
