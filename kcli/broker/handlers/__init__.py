@@ -4,7 +4,8 @@ A handler module has ``API_KEY``, ``VERSIONS`` (lowest, highest) and ``handle(ct
 its docstring opens with "Name: vLOW-vHIGH" and says how it behaves. ``handle`` is a plain
 function, which the network layer calls as soon as the request is read, unless the API may have
 to wait (Fetch's long poll, a JoinGroup or SyncGroup until the rebalance completes): then it is an
-``async def``, run by the connection's task. It takes the decoded kio request and returns one of:
+``async def``, run by the connection's task. It takes the decoded request (a kio entity; for Produce,
+``protocol.produce_request``'s tuples of the same fields) and returns one of:
 
 - a mapping of response fields, written in the request's response version (``mapping_encoder``, with ``messages.build``'s rules);
 - a ``RawResponse`` (Fetch: chunks of bytes and file ranges);
