@@ -21,6 +21,7 @@ from kcli.errors import ErrorCode, KafkaError
 from kcli.storage.log import Log, LogAppendInfo
 from kcli.storage.log_manager import LogManager
 from kcli.storage.producer_state import AppendOrigin
+from kcli.storage.records import RecordBatch
 
 
 class Partition:
@@ -44,8 +45,9 @@ class Partition:
     def last_stable_offset(self) -> int:
         return self.log.last_stable_offset
 
-    def append(self, records: bytes | memoryview, required_acks: int, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
-        """Append as the leader: a client's produce, or (``origin``) a coordinator's own batches."""
+    def append(self, records: bytes | memoryview | RecordBatch, required_acks: int, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Append as the leader: a client's produce (the batch's header as the handler read it, over
+        the request's bytes), or (``origin``) a coordinator's own batches."""
         if required_acks == -1:
             min_isr = self.log.config.min_insync_replicas
             if len(self.isr) < min_isr:

@@ -12,10 +12,11 @@ UNSUPPORTED_VERSION and the served ranges, as Kafka does, so a newer client can 
 other failure inside a handler is logged with its traceback and closes only that connection.
 Fetch responses send large file ranges with ``sendfile``.
 
-Frames are read by a buffered protocol (``Connection``, on ``kcli.protocol.frame_stream``): a
+Frames are read by a buffered protocol (``Connection``, on ``kcli.network.frame_stream``): a
 large frame (a produce request) is received straight into a buffer of its own, grown as its bytes
 arrive, so its bytes are copied once, by the kernel, on their way in, and an announced size costs
-nothing until it is sent.
+nothing until it is sent. Frames are writable: a produce request's records are validated, given
+their offsets and written to the log where they arrived (``protocol.produce_request``).
 
 Resources are bounded as Kafka's SocketServer bounds them: the server accepts connections itself
 so that a listener at ``max.connections`` stops accepting (``connection_quotas``), a connection
@@ -38,8 +39,8 @@ from typing import Any
 from kcli.broker.connection_quotas import ConnectionQuotas, normalize_address
 from kcli.broker.handlers import Api, RawResponse
 from kcli.errors import ErrorCode
+from kcli.network.frame_stream import FrameStream
 from kcli.protocol import framing, mapping_encoder, messages
-from kcli.protocol.frame_stream import FrameStream
 
 log = logging.getLogger("kcli.broker.network")
 
@@ -456,7 +457,7 @@ class Connection(FrameStream):
     byte was last read or written, for ``connections.max.idle.ms``."""
 
     def __init__(self, server: Server, listener: str = "PLAINTEXT", address: str = "?") -> None:
-        super().__init__(server.max_request_size)
+        super().__init__(server.max_request_size, writable_frames=True)
         self._server = server
         self.listener = listener
         self.address = address

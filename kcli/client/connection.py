@@ -21,8 +21,8 @@ from typing import Any
 
 from kcli import __version__
 from kcli.errors import ErrorCode, KafkaError
+from kcli.network.frame_stream import FrameStream
 from kcli.protocol import framing, mapping_encoder, messages, stated_apis
-from kcli.protocol.frame_stream import FrameStream
 
 _SIZE = struct.Struct(">i")
 _FRAMED_HEADER = struct.Struct(">ihhih")  # size, then request header v1

@@ -28,10 +28,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.serial import entity_writer
-from kio.serial._implicit_defaults import get_tagged_field_default
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, get_schema_field_type, is_optional
 
 from kcli.protocol import messages, stated_apis
+from kcli.protocol.kio_internals import field_shape, field_tag, is_optional, kafka_type, tagged_field_default
 from kcli.storage.varint import encode_unsigned_varint
 
 Write = Callable[[bytearray, Any], None]
@@ -66,16 +65,16 @@ def writer(entity_type: type) -> Write:
     tagged: list[tuple[int, str, Any, Write, Any, bytes | None]] = []
     hints = typing.get_type_hints(entity_type)
     for field in dataclasses.fields(entity_type):
-        tag = get_field_tag(field)
+        tag = field_tag(field)
         write = _field_writer(field, flexible, optional=tag is None and is_optional(field))
         default = _default(field, hints[field.name])
         if tag is None:
             steps.append((field.name, write, _bytes_of(write, default)))
         else:
-            kio_default = field.default if field.default is not dataclasses.MISSING else get_tagged_field_default(field)
+            kio_default = tagged_field_default(field)
             # A field left out still goes on the wire when its zero is not kio's default.
             absent = None if default == kio_default else _tagged_bytes(tag, write, default)
-            tagged.append((int(tag), field.name, hints[field.name], write, kio_default, absent))
+            tagged.append((tag, field.name, hints[field.name], write, kio_default, absent))
     tagged.sort(key=lambda t: t[0])
     steps_tuple = tuple(steps)
     tagged_tuple = tuple(tagged)
@@ -160,13 +159,13 @@ def _tagged_bytes(tag: int, write: Write, value: Any) -> bytes:
 
 
 def _field_writer(field: dataclasses.Field, flexible: bool, optional: bool) -> Write:
-    kind = classify_field(field)
-    if isinstance(kind, EntityTupleField):
-        return _array(writer(kind.type_), flexible)
-    if isinstance(kind, EntityField):
-        return _nullable_entity(writer(kind.type_)) if optional else writer(kind.type_)
-    write = _primitive(get_schema_field_type(field), flexible, optional and not kind.is_array)
-    return _array(write, flexible) if kind.is_array else write
+    entity, is_array = field_shape(field)
+    if entity is not None:
+        if is_array:
+            return _array(writer(entity), flexible)
+        return _nullable_entity(writer(entity)) if optional else writer(entity)
+    write = _primitive(kafka_type(field), flexible, optional and not is_array)
+    return _array(write, flexible) if is_array else write
 
 
 def _array(item: Write, flexible: bool) -> Write:

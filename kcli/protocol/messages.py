@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
-from kcli.protocol import stated_apis
+from kcli.protocol import produce_request, stated_apis
 from kcli.protocol.request_check import check_body
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -120,15 +120,21 @@ def _writer(entity_type: type) -> Callable[[Any, Any], None]:
     return entity_writer(entity_type)
 
 
-def decode_request(api_key: int, version: int, buffer: bytes | memoryview, offset: int) -> Any:
+def decode_request(api_key: int, version: int, buffer: bytes | bytearray | memoryview, offset: int) -> Any:
     """The request body at ``offset`` as a kio entity; raises on malformed bytes.
 
     The body is checked structurally first (``request_check``): kio's reader would trust a huge
-    array count and abort the process allocating for it.
+    array count and abort the process allocating for it. A Produce request is read by
+    ``produce_request``, which makes the same checks as it reads and leaves the records in
+    ``buffer`` instead of copying them.
     """
     if api_key in stated_apis.STATED_APIS:
         return stated_apis.decode_request(api_key, version, buffer, offset)
+    if api_key == produce_request.API_KEY and version in produce_request.VERSIONS:
+        return produce_request.read(buffer, offset, version)
     check_body(request_type(api_key, version), buffer, offset)
+    if type(buffer) is not bytes:
+        buffer = memoryview(buffer).toreadonly()  # kio's reader takes read-only buffers only
     entity, _size = request_reader(api_key, version)(buffer, offset)
     return entity
 

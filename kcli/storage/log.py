@@ -347,7 +347,7 @@ class Log:
 
     def append(
         self,
-        records: bytes | bytearray | memoryview,
+        records: bytes | bytearray | memoryview | RecordBatch,
         *,
         leader_epoch: int = 0,
         origin: AppendOrigin | str = AppendOrigin.CLIENT,
@@ -361,7 +361,9 @@ class Log:
         ``replication``, which is the same as ``assign_offsets=False``: a follower's append, whose
         offsets and epochs are kept; they must be above the log end offset and increasing.
 
-        A writable buffer is patched in place (bytes are copied once). As a leader, each batch gets
+        A writable buffer is patched in place (bytes are copied once). A ``RecordBatch`` whose
+        buffer it fills (a produced partition's, ``records.single_batch_header``) is appended
+        with that header: it is not read again, and follows the patches. As a leader, each batch gets
         ``leader_epoch`` as its partition leader epoch and, on a LogAppendTime topic, the time
         ``log_append_time`` (now when None). Errors are KcliErrors whose ``error_code`` answers
         the whole append; nothing is written then.
@@ -374,9 +376,15 @@ class Log:
             origin = AppendOrigin(origin)
         if origin == AppendOrigin.REPLICATION:
             assign_offsets = False
+        header = None
+        if type(records) is RecordBatch:
+            header, records = records, records.buffer
         view = memoryview(records)
         if view.readonly:
             view = memoryview(bytearray(view))
+            header = None  # it reads the bytes left behind
+        elif header is not None and (header.position != 0 or header.size_in_bytes != len(view)):
+            header = None
         if len(view) == 0:
             raise CorruptRecordError("an append must hold at least one record batch")
         with self._lock:
@@ -386,7 +394,7 @@ class Log:
             try:
                 if assign_offsets:
                     built = records if type(records) is MemoryRecordsBuilder else None
-                    info = self._append_as_leader(view, leader_epoch, origin, log_append_time, built)
+                    info = self._append_as_leader(view, leader_epoch, origin, log_append_time, built, header)
                 else:
                     info = self._append_as_follower(view)
             except LogDirFailure as exc:
@@ -404,7 +412,13 @@ class Log:
         return info
 
     def _append_as_leader(
-        self, view: memoryview, leader_epoch: int, origin: AppendOrigin, log_append_time: int | None, built: MemoryRecordsBuilder | None = None
+        self,
+        view: memoryview,
+        leader_epoch: int,
+        origin: AppendOrigin,
+        log_append_time: int | None,
+        built: MemoryRecordsBuilder | None = None,
+        header: RecordBatch | None = None,
     ) -> LogAppendInfo:
         config = self.config
         now = self._clock()
@@ -426,6 +440,7 @@ class Log:
                 origin=origin,
                 leader_epoch=leader_epoch,
                 log_append_time=append_time,
+                header=header,
             )
         size = len(result.records)
         self._check_segment_size(size)

@@ -35,6 +35,7 @@ compacted topic, a timestamp out of bounds, another codec, LogAppendTime, a batc
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -46,6 +47,7 @@ from kcli.storage.record_runs import MIN_RUN, find_run, offset_deltas
 from kcli.storage.records import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     MemoryRecordsBuilder,
@@ -58,7 +60,6 @@ from kcli.storage.records import (
     decode_record_fields,
     peek_batch_header,
     set_base_offset,
-    set_log_append_time,
     set_partition_leader_epoch,
 )
 from kcli.storage.varint import decode_varint, encode_varint
@@ -169,7 +170,8 @@ def target_compression(topic_compression: str, source: CompressionType) -> Compr
 class ValidationResult(NamedTuple):
     """What the leader appends: the records (the input patched in place, or rebuilt) and their offsets.
 
-    ``producer_batches`` are views of the batches that carry a producer id, over ``records``.
+    ``producer_batches`` are the headers of the stored batches that carry a producer id (views
+    over the bytes appended, their offsets assigned).
     ``offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp.
     """
 
@@ -195,32 +197,39 @@ def validate_and_assign_offsets(
     origin: AppendOrigin = AppendOrigin.CLIENT,
     leader_epoch: int = -1,
     log_append_time: int = -1,
+    header: RecordBatch | None = None,
 ) -> ValidationResult:
     """Check every batch of a leader's append and give it offsets from ``first_offset``.
 
     ``buffer`` must be writable: batches kept as they are get their base offset, leader epoch and
-    (``log_append_time`` >= 0) append time written in place. Raises a KcliError whose
-    ``error_code`` is the answer for the whole append when anything is wrong.
+    (``log_append_time`` >= 0) append time written in place. ``header`` is the first batch's
+    header already read over ``buffer`` (a produce request's, ``records.single_batch_header``):
+    it is checked and patched as it is, not read again. Raises a KcliError whose ``error_code``
+    is the answer for the whole append when anything is wrong.
     """
     view = memoryview(buffer)
     n = len(view)
     if n == 0:
         raise CorruptRecordError("an append must hold at least one record batch")
-    append = _Append(view, _indexable(view), config, RecordRules.for_config(config, now), partition, origin, leader_epoch, log_append_time)
+    data, data_start = _walkable(view)
+    append = _Append(view, data, data_start, config, RecordRules.for_config(config, now), partition, origin, leader_epoch, log_append_time)
     next_offset = first_offset
     max_timestamp = offset_of_max_timestamp = NO_TIMESTAMP
     shallow_count = record_count = 0
     pieces: list[bytes | memoryview] = []
-    rebuilt = has_producer_ids = False
+    producer_batches: list[RecordBatch] = []
+    rebuilt = False
     position = 0
     while position < n:
-        batch = _read_batch(view, position, n, origin, partition, config.max_message_bytes)
-        piece, last_offset, batch_max_timestamp = append.place(batch, next_offset)
+        batch = _read_batch(view, position, n, origin, partition, config.max_message_bytes, header if position == 0 else None)
+        piece, stored = append.place(batch, next_offset)
         pieces.append(piece)
         rebuilt = rebuilt or isinstance(piece, bytes)
-        if batch_max_timestamp > max_timestamp:
-            max_timestamp, offset_of_max_timestamp = batch_max_timestamp, last_offset
-        has_producer_ids = has_producer_ids or batch.producer_id >= 0
+        last_offset = stored.last_offset
+        if stored.max_timestamp > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = stored.max_timestamp, last_offset
+        if stored.producer_id >= 0:
+            producer_batches.append(stored)
         next_offset = last_offset + 1
         shallow_count += 1
         record_count += batch.record_count
@@ -228,7 +237,6 @@ def validate_and_assign_offsets(
     if log_append_time >= 0:
         max_timestamp, offset_of_max_timestamp = log_append_time, next_offset - 1
     records: bytes | bytearray | memoryview = b"".join(pieces) if rebuilt else buffer
-    producer_batches = _batches_with_producer_ids(records) if has_producer_ids else []
     return ValidationResult(
         records, first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, log_append_time,
         shallow_count, record_count, producer_batches, rebuilt,
@@ -281,7 +289,8 @@ class _Append(NamedTuple):
     """One append's buffer and settings, for the per-batch steps."""
 
     view: memoryview
-    data: bytes | bytearray  # the same bytes, for the record walk
+    data: bytes | bytearray  # the bytes under the view, for the record walk ...
+    data_start: int  # ... and where the view starts in them
     config: LogConfig
     rules: RecordRules
     partition: str
@@ -289,10 +298,10 @@ class _Append(NamedTuple):
     leader_epoch: int
     log_append_time: int
 
-    def place(self, batch: RecordBatch, base_offset: int) -> tuple[bytes | memoryview, int, int]:
+    def place(self, batch: RecordBatch, base_offset: int) -> tuple[bytes | memoryview, RecordBatch]:
         """Check the batch's header and records and give it ``base_offset``: patched in place (a
-        view is returned) or rebuilt with the topic's codec (bytes are returned). Also returns its
-        last offset and max timestamp."""
+        view is returned) or rebuilt with the topic's codec (bytes are returned). Also returns the
+        header of what is stored: ``batch`` itself, patched, or the rebuilt batch's."""
         if self.origin == AppendOrigin.CLIENT:
             _check_client_batch(batch, self.partition)
         codec = batch.compression
@@ -300,7 +309,8 @@ class _Append(NamedTuple):
         position, size = batch.position, batch.size_in_bytes
         if target == codec and not self.rules.needs_records(batch):
             if codec == CompressionType.NONE:
-                walk_records(self.data, position + RECORD_BATCH_OVERHEAD, position + size, batch.record_count)
+                start = self.data_start + position
+                walk_records(self.data, start + RECORD_BATCH_OVERHEAD, start + size, batch.record_count)
             else:
                 section = inflate_records(batch, self.partition, self.config.max_message_bytes)
                 walk_records(section, 0, len(section), batch.record_count, check_offset_deltas=True)
@@ -315,29 +325,39 @@ class _Append(NamedTuple):
                     f"Message batch size is {len(rebuilt)} bytes in append to partition {self.partition} which exceeds the "
                     f"maximum configured size of {self.config.max_message_bytes}."
                 )
-            return rebuilt, base_offset + len(fields) - 1, RecordBatch(rebuilt).max_timestamp
-        view = self.view
-        set_base_offset(view, position, base_offset)
-        set_partition_leader_epoch(view, position, self.leader_epoch)
-        if self.log_append_time >= 0:
-            set_log_append_time(view, position, self.log_append_time)
-        return view[position : position + size], base_offset + batch.last_offset_delta, batch.max_timestamp
+            return rebuilt, RecordBatch(rebuilt)
+        batch.assign(base_offset, self.leader_epoch, self.log_append_time)
+        return self.view[position : position + size], batch
 
 
-def _indexable(view: memoryview) -> bytes | bytearray:
-    """The bytes under ``view`` as an object with ``startswith``: the buffer itself when the view
-    covers all of it, else a copy."""
+# Below this size a copy of the records costs less than finding where they sit (two ctypes lookups).
+_LOCATE_MIN_BYTES = 16 * 1024
+
+
+def _walkable(view: memoryview) -> tuple[bytes | bytearray, int]:
+    """The bytes object under ``view``, which the record walk takes strided slices of (a memoryview
+    would copy each column slowly), and where ``view`` starts in it. A large writable view into a
+    larger bytearray (a produce request's records in their frame) is located in it by address:
+    no copy. Anything else that does not cover its whole object is copied."""
     base = view.obj
     if isinstance(base, (bytes, bytearray)) and len(base) == view.nbytes:
-        return base
-    return view.tobytes()
+        return base, 0
+    if view.nbytes >= _LOCATE_MIN_BYTES and isinstance(base, bytearray) and not view.readonly and view.c_contiguous:
+        return base, ctypes.addressof(ctypes.c_char.from_buffer(view)) - ctypes.addressof(ctypes.c_char.from_buffer(base))
+    return view.tobytes(), 0
 
 
-def _read_batch(view: memoryview, position: int, n: int, origin: AppendOrigin, partition: str, max_message_bytes: int) -> RecordBatch:
-    """The batch at ``position`` once its frame, magic, base offset, size and CRC are checked, in Kafka's order."""
-    if n - position < HEADER_SIZE_UP_TO_MAGIC:
+def _read_batch(
+    view: memoryview, position: int, n: int, origin: AppendOrigin, partition: str, max_message_bytes: int, header: RecordBatch | None = None
+) -> RecordBatch:
+    """The batch at ``position`` once its frame, magic, base offset, size and CRC are checked, in
+    Kafka's order; ``header`` is its magic-2 header when the caller has read it already."""
+    if header is not None:
+        base_offset, size, magic = header.base_offset, header.size_in_bytes, view[position + MAGIC_OFFSET]
+    elif n - position < HEADER_SIZE_UP_TO_MAGIC:
         raise CorruptRecordError(f"batch header at position {position} of the append to {partition} is truncated", position)
-    base_offset, size, magic = peek_batch_header(view, position)
+    else:
+        base_offset, size, magic = peek_batch_header(view, position)
     check_batch_size(size - LOG_OVERHEAD, position)
     if position + size > n:
         raise CorruptRecordError(f"record batch at position {position} of size {size} runs past the end of the append to {partition}", position)
@@ -356,7 +376,7 @@ def _read_batch(view: memoryview, position: int, n: int, origin: AppendOrigin, p
             f"The record batch size in the append to {partition} is {size} bytes which exceeds the maximum configured value "
             f"of {max_message_bytes} (max.message.bytes)."
         )
-    batch = RecordBatch(view, position)
+    batch = header if header is not None else RecordBatch(view, position)
     if batch.compute_checksum() != batch.crc:
         raise CorruptRecordError(f"Record is corrupt (stored crc = {batch.crc}) in topic partition {partition}.", position)
     if batch.record_count < 0:
@@ -601,15 +621,3 @@ def _rebuild(
         partition_leader_epoch=leader_epoch,
         transactional=batch.is_transactional,
     )
-
-
-def _batches_with_producer_ids(records: bytes | bytearray | memoryview) -> list[RecordBatch]:
-    out = []
-    position = 0
-    n = len(records)
-    while position < n:
-        batch = RecordBatch(records, position)
-        if batch.producer_id >= 0:
-            out.append(batch)
-        position += batch.size_in_bytes
-    return out

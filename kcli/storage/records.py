@@ -285,6 +285,20 @@ class RecordBatch:
         if h[12] < 0:
             raise CorruptRecordError(f"record batch at position {pos} has a negative record count {h[12]}", pos)
 
+    def assign(self, base_offset: int, partition_leader_epoch: int, log_append_time: int = -1) -> None:
+        """Write a leader's base offset and partition leader epoch (both outside the CRC) and,
+        when ``log_append_time`` >= 0, the LogAppendTime (the CRC recomputed) into the batch's
+        buffer; this view's header follows, so it is never read again."""
+        buffer, position = self.buffer, self.position
+        set_base_offset(buffer, position, base_offset)
+        set_partition_leader_epoch(buffer, position, partition_leader_epoch)
+        if log_append_time >= 0:
+            set_log_append_time(buffer, position, log_append_time)
+            self._h = _HEADER.unpack_from(buffer, position)
+        else:
+            h = self._h
+            self._h = (base_offset, h[1], partition_leader_epoch, *h[3:])
+
     def records_bytes(self, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         """The records section, decompressed."""
         start = self.position + RECORD_BATCH_OVERHEAD
@@ -922,6 +936,15 @@ def read_batch(buffer: bytes | bytearray | memoryview, position: int = 0) -> Bat
     if magic in (0, 1):
         return LegacyBatch(buffer, position)
     raise CorruptRecordError(f"batch at position {position} has unknown magic {magic}", position)
+
+
+def single_batch_header(buffer: bytes | bytearray | memoryview | None) -> RecordBatch | None:
+    """The header of the magic-2 batch at the start of ``buffer`` (a produced partition's records),
+    read once for every check the broker makes before and during the append; None when the
+    bytes are shorter than a batch header or have another magic. Nothing is validated here."""
+    if buffer is None or len(buffer) < RECORD_BATCH_OVERHEAD or buffer[MAGIC_OFFSET] != 2:
+        return None
+    return RecordBatch(buffer, 0)
 
 
 def peek_batch_header(buffer: bytes | bytearray | memoryview, position: int) -> tuple[int, int, int]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kcli.broker.groups import store
+from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.group import GroupState
 from kcli.broker.groups.partitioner import partition_for
 from kcli.storage.records import iter_batches
@@ -25,9 +25,9 @@ if not SEGMENTS.is_dir():
 PARTITION_DIRS = sorted(SEGMENTS.glob("*/kafka-logs/__consumer_offsets-*"))
 
 
-def _replay(directory: Path) -> store.ReplayedPartition:
+def _replay(directory: Path) -> group_metadata_manager.ReplayedPartition:
     batches = (batch for log in sorted(directory.glob("*.log")) for batch in iter_batches(log.read_bytes()))
-    return store.replay(batches, directory.name)
+    return group_metadata_manager.replay(batches, directory.name)
 
 
 @pytest.mark.parametrize("directory", PARTITION_DIRS, ids=lambda d: f"{d.parents[1].name}/{d.name}")
@@ -38,7 +38,7 @@ def test_kafka_offsets_partition_replays_completely(directory):
     groups = {g for g, _, _ in replayed.offsets} | set(replayed.groups) | replayed.removed_groups
     assert groups and all(partition_for(g, 50) == partition for g in groups)
     for group_id, (version, value) in replayed.groups.items():
-        group = store.group_from_record(group_id, version, value)
+        group = group_metadata_manager.group_from_record(group_id, version, value)
         assert group.state in (GroupState.EMPTY, GroupState.STABLE)
         assert (group.state is GroupState.STABLE) == bool(value["Members"])
 

@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from kcli.broker.groups import store
+from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from kcli.broker.groups.group import GroupState
 from kcli.broker.groups.offsets import OffsetAndMetadata
@@ -34,8 +34,8 @@ CONFIG = GroupConfig(
 )
 
 
-class LogWriter(store.OffsetsTopicWriter):
-    """``OffsetsTopicWriter`` over real logs in a directory instead of the broker's partitions."""
+class LogWriter(group_metadata_manager.GroupMetadataManager):
+    """``GroupMetadataManager`` over real logs in a directory instead of the broker's partitions."""
 
     def __init__(self, directory, partitions=range(PARTITIONS), compression=CompressionType.NONE) -> None:
         super().__init__(None, compression)
@@ -51,7 +51,7 @@ class LogWriter(store.OffsetsTopicWriter):
         return self.logs[partition].append(batch, origin="coordinator").first_offset
 
     def records(self, partition):
-        return [(r.key, r.value) for batch in store.read_batches(self.logs[partition], 1 << 20) for r in batch.records()]
+        return [(r.key, r.value) for batch in group_metadata_manager.read_batches(self.logs[partition], 1 << 20) for r in batch.records()]
 
 
 def run(scenario, tmp_path, config=CONFIG, writer=None):
@@ -417,7 +417,7 @@ def test_requests_for_partitions_not_led_or_loading(tmp_path):
         group = "g"
         coordinator = GroupCoordinator(CONFIG, writer)
         partition = coordinator.partition_for(group)
-        writer.append(partition, [store.offset_commit_record(group, ("t", 0), OffsetAndMetadata(7, None, "", 0), 0)])
+        writer.append(partition, [group_metadata_manager.offset_commit_record(group, ("t", 0), OffsetAndMetadata(7, None, "", 0), 0)])
         coordinator.startup([p for p in range(PARTITIONS) if p != partition])
         try:
             assert (await join(coordinator, group)).error is ErrorCode.NOT_COORDINATOR
@@ -514,7 +514,7 @@ def test_commits_are_stored_as_the_batch_of_their_records(tmp_path):
                 log = writer.logs[partition]
                 data = b"".join(s.log.path.read_bytes() for s in log.segments)
                 batch = list(iter_batches(data))[-1]
-                expected = bytearray(build_batch([store.offset_commit_record("g", tp, v, now) for tp, v in offsets.items()], compression=CompressionType.LZ4))
+                expected = bytearray(build_batch([group_metadata_manager.offset_commit_record("g", tp, v, now) for tp, v in offsets.items()], compression=CompressionType.LZ4))
                 expected[:8] = (8 * round_).to_bytes(8, "big")  # base offset and leader epoch (0): outside the CRC
                 expected[12:16] = bytes(4)
                 assert bytes(batch.buffer[batch.position : batch.position + batch.size_in_bytes]) == bytes(expected)

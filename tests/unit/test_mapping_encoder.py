@@ -11,10 +11,11 @@ import uuid
 
 import pytest
 from kio.schema.index import api_key_map
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, get_schema_field_type, is_optional
 
 from kcli.errors import ErrorCode
 from kcli.protocol import mapping_encoder, messages
+from kcli.protocol.kio_internals import field_shape, field_tag, is_optional
+from kcli.protocol.kio_internals import kafka_type as field_kafka_type
 
 MESSAGE_TYPES = [
     (f"{api_key_map[key]}-v{version}-{side}", entity_type)
@@ -54,21 +55,21 @@ def random_mapping(entity_type: type, rng: random.Random, depth: int = 0) -> dic
 
 
 def random_value(field: dataclasses.Field, hint, rng: random.Random, depth: int):
-    nullable = is_optional(field) and get_field_tag(field) is None
+    nullable = is_optional(field) and field_tag(field) is None
     if nullable and rng.random() < 0.2:
         return None
-    kind = classify_field(field)
-    if isinstance(kind, (EntityField, EntityTupleField)):
+    entity, is_array = field_shape(field)
+    if entity is not None:
         def item():
-            mapping = random_mapping(kind.type_, rng, depth + 1)
-            return messages.build(kind.type_, mapping) if rng.random() < 0.2 else mapping
+            mapping = random_mapping(entity, rng, depth + 1)
+            return messages.build(entity, mapping) if rng.random() < 0.2 else mapping
 
-        if isinstance(kind, EntityField):
+        if not is_array:
             return item()
         items = [item() for _ in range(rng.randrange(3 if depth < 2 else 2))] if depth < 3 else []
         return iter(items) if rng.random() < 0.2 else items
-    kafka_type = get_schema_field_type(field)
-    if kind.is_array:
+    kafka_type = field_kafka_type(field)
+    if is_array:
         items = [primitive(kafka_type, rng) for _ in range(rng.randrange(4))]
         return (v for v in items) if rng.random() < 0.2 else items
     if field.default is not dataclasses.MISSING and rng.random() < 0.2:

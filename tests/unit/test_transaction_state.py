@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcli.broker.transactions import store
+from kcli.broker.transactions import transaction_state_manager
 from kcli.broker.transactions.markers import marker_batch
 from kcli.broker.transactions.metadata import IllegalTransitionError, TransactionMetadata, TransactionState
 from kcli.protocol.coordinator_records import format_transaction_log_record
@@ -50,25 +50,25 @@ def test_epoch_bumps_as_kafka_prepares_them():
 
 
 def test_records_read_back_as_kafkas_transaction_log_decoder_prints_them():
-    key, value = store.transaction_record(ongoing(partitions=frozenset({("t", 1), ("u", 0)})))
+    key, value = transaction_state_manager.transaction_record(ongoing(partitions=frozenset({("t", 1), ("u", 0)})))
     text_key, payload = format_transaction_log_record(key, value, 0)
     assert text_key == "transaction_metadata::transactionalId=app-1"
     listed = payload.split("partitions=[")[1].split("]")[0]
     assert sorted(listed.split(",")) == ["t-1", "u-0"]
     assert payload.replace(listed, "") == "producerId:7,producerEpoch:2,state=Ongoing,partitions=[],txnLastUpdateTimestamp=1500,txnTimeoutMs=60000"
     empty = TransactionMetadata("app-1", 7, producer_epoch=0, txn_last_update_timestamp=5)
-    key, value = store.transaction_record(empty)
+    key, value = transaction_state_manager.transaction_record(empty)
     assert format_transaction_log_record(key, value, 0)[1] == "producerId:7,producerEpoch:0,state=Empty,partitions=[],txnLastUpdateTimestamp=5,txnTimeoutMs=60000"
 
 
 def test_replay_keeps_each_ids_last_record_and_forgets_tombstoned_ones():
     batches = b"".join([
-        bytes(store.transaction_batch(ongoing(), 10)),
-        bytes(store.transaction_batch(ongoing().prepare_abort_or_commit(S.PREPARE_COMMIT, 20), 20)),
-        bytes(store.transaction_batch(TransactionMetadata("gone", 8, producer_epoch=0), 30)),
-        bytes(store.tombstone_batch("gone", 40)),
+        bytes(transaction_state_manager.transaction_batch(ongoing(), 10)),
+        bytes(transaction_state_manager.transaction_batch(ongoing().prepare_abort_or_commit(S.PREPARE_COMMIT, 20), 20)),
+        bytes(transaction_state_manager.transaction_batch(TransactionMetadata("gone", 8, producer_epoch=0), 30)),
+        bytes(transaction_state_manager.tombstone_batch("gone", 40)),
     ])
-    loaded = store.replay(iter_batches(batches), "__transaction_state-0")
+    loaded = transaction_state_manager.replay(iter_batches(batches), "__transaction_state-0")
     assert list(loaded) == ["app-1"]
     state = loaded["app-1"]
     assert (state.state, state.producer_id, state.producer_epoch, state.partitions, state.txn_start_timestamp) == (

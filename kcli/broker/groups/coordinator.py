@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kcli.broker.groups import store
+from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.group import (
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
@@ -177,7 +177,7 @@ _partition_for = functools.lru_cache(maxsize=65536)(partition_for)
 
 class GroupCoordinator:
     def __init__(self, config: GroupConfig, writer: Any, *, time_ms: Callable[[], int] = now_ms) -> None:
-        """``writer`` appends to and reads the offsets partitions (``store.OffsetsTopicWriter``)."""
+        """``writer`` appends to and reads the offsets partitions (``group_metadata_manager.GroupMetadataManager``)."""
         self.config = config
         self._writer = writer
         self._time_ms = time_ms
@@ -243,7 +243,7 @@ class GroupCoordinator:
             return
         self._loading.add(partition)
         if partition_log.log_end_offset == partition_log.log_start_offset:
-            self._install(partition, store.ReplayedPartition(), self._time_ms())
+            self._install(partition, group_metadata_manager.ReplayedPartition(), self._time_ms())
             return
         log.info("Scheduling loading of offsets and group metadata from %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
         self._spawn(self._load(partition, partition_log))
@@ -253,7 +253,7 @@ class GroupCoordinator:
         name = f"{GROUP_METADATA_TOPIC_NAME}-{partition}"
         try:
             replayed = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: store.replay(store.read_batches(partition_log, self.config.load_buffer_size), name)
+                None, lambda: group_metadata_manager.replay(group_metadata_manager.read_batches(partition_log, self.config.load_buffer_size), name)
             )
         except Exception:
             log.exception("Error loading offsets from %s", name)
@@ -263,11 +263,11 @@ class GroupCoordinator:
             return
         self._install(partition, replayed, started)
 
-    def _install(self, partition: int, replayed: store.ReplayedPartition, started: int) -> None:
+    def _install(self, partition: int, replayed: group_metadata_manager.ReplayedPartition, started: int) -> None:
         now = self._time_ms()
         groups: dict[str, ClassicGroup] = {}
         for group_id, (version, value) in replayed.groups.items():
-            groups[group_id] = store.group_from_record(group_id, version, value)
+            groups[group_id] = group_metadata_manager.group_from_record(group_id, version, value)
         for (group_id, topic, index), committed in replayed.offsets.items():
             group = groups.get(group_id) or groups.setdefault(group_id, ClassicGroup(group_id, current_state_timestamp=now))
             group.offsets[(topic, index)] = committed
@@ -978,7 +978,7 @@ class GroupCoordinator:
             base_offset = self._writer.append_offset_commits(self.partition_for(group.group_id), group.group_id, valid, self._time_ms())
         except KcliError as e:
             log.debug("Offset commit of group %s failed when appending to log: %s", group.group_id, e)
-            return self._offset_results(offsets, valid, store.append_error(e, offsets=True))
+            return self._offset_results(offsets, valid, group_metadata_manager.append_error(e, offsets=True))
         except Exception:
             log.exception("Offset commit of group %s failed when appending to log", group.group_id)
             return self._offset_results(offsets, valid, ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -1026,12 +1026,12 @@ class GroupCoordinator:
         valid = {tp: value for tp, value in offsets.items() if metadata_fits(value.metadata, limit)}
         if not valid:
             return dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
-        records = [store.offset_commit_record(group_id, tp, value, self._time_ms()) for tp, value in valid.items()]
+        records = [group_metadata_manager.offset_commit_record(group_id, tp, value, self._time_ms()) for tp, value in valid.items()]
         try:
             base_offset = self._writer.append_transactional(self.partition_for(group_id), records, producer_id, producer_epoch)
         except KcliError as e:
             log.debug("Transactional offset commit of group %s failed when appending to log: %s", group_id, e)
-            return self._offset_results(offsets, valid, store.append_error(e, offsets=True))
+            return self._offset_results(offsets, valid, group_metadata_manager.append_error(e, offsets=True))
         except Exception:
             log.exception("Transactional offset commit of group %s failed when appending to log", group_id)
             return self._offset_results(offsets, valid, ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -1136,13 +1136,13 @@ class GroupCoordinator:
                 log.info("This broker is no longer the coordinator for the group %s; proceeding with the other groups", group.group_id)
                 continue
             timestamp = self._time_ms()
-            tombstones = [store.offset_tombstone(group.group_id, tp, timestamp) for tp in removed]
+            tombstones = [group_metadata_manager.offset_tombstone(group.group_id, tp, timestamp) for tp in removed]
             if group.is_(GroupState.DEAD) and self._groups.get(group.group_id) is group:
                 del self._groups[group.group_id]
                 self._cancel_group_timers(group)
                 # A group that only ever stored offsets (generation 0) has no metadata record.
                 if group.generation_id > 0:
-                    tombstones.append(store.group_tombstone(group.group_id, timestamp))
+                    tombstones.append(group_metadata_manager.group_tombstone(group.group_id, timestamp))
             if tombstones:
                 try:
                     self._writer.append(partition, tombstones)
@@ -1229,12 +1229,12 @@ class GroupCoordinator:
     # -- storing the group ---------------------------------------------------------------------
 
     def _store_group(self, group: ClassicGroup, assignment: Mapping[str, bytes]) -> ErrorCode:
-        record = store.group_metadata_record(group, assignment, self._time_ms())
+        record = group_metadata_manager.group_metadata_record(group, assignment, self._time_ms())
         try:
             self._writer.append(self.partition_for(group.group_id), [record])
         except KcliError as e:
             log.debug("Metadata from group %s with generation %d failed when appending to log: %s", group.group_id, group.generation_id, e)
-            return store.append_error(e, offsets=False)
+            return group_metadata_manager.append_error(e, offsets=False)
         except Exception:
             # The waiting members must still be answered: an unexpected failure is an error code.
             log.exception("Appending metadata of group %s generation %d failed", group.group_id, group.generation_id)

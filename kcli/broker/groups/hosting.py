@@ -16,8 +16,8 @@ from typing import Any
 
 from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
 from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from kcli.broker.groups.group_metadata_manager import GroupMetadataManager
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
-from kcli.broker.groups.store import OffsetsTopicWriter
 from kcli.errors import KcliError
 from kcli.storage.compression import CompressionType
 
@@ -35,7 +35,7 @@ def start_group_coordinator(broker: Any) -> GroupCoordinator:
         compression = CompressionType(codec)
     except ValueError:
         raise KcliError(f"Unknown compression type id: {codec} (offsets.topic.compression.codec)") from None
-    coordinator = GroupCoordinator(config, OffsetsTopicWriter(broker.replica_manager, compression))
+    coordinator = GroupCoordinator(config, GroupMetadataManager(broker.replica_manager, compression))
     coordinator.startup(led_partitions(broker, GROUP_METADATA_TOPIC_NAME))
     follow_topic_changes(broker, lambda change: _apply_topic_change(broker, coordinator, change))
     return coordinator

@@ -4,12 +4,15 @@ A handler module has ``API_KEY``, ``VERSIONS`` (lowest, highest) and ``handle(ct
 its docstring opens with "Name: vLOW-vHIGH" and says how it behaves. ``handle`` is a plain
 function, which the network layer calls as soon as the request is read, unless the API may have
 to wait (Fetch's long poll, a JoinGroup or SyncGroup until the rebalance completes): then it is an
-``async def``, run by the connection's task. It takes the decoded kio request and returns one of:
+``async def``, run by the connection's task. It takes the decoded request (a kio entity; for Produce,
+``protocol.produce_request``'s tuples of the same fields) and returns one of:
 
 - a mapping of response fields, written in the request's response version (``mapping_encoder``, with ``messages.build``'s rules);
 - a ``RawResponse`` (Fetch: chunks of bytes and file ranges);
 - ``None``: no response at all (Produce with acks=0).
 
+The registry is every module of this package (found with ``pkgutil``, so a new module is served
+and advertised by being here); a module whose name starts with ``_`` is a helper, not an API.
 ApiVersions answers from this registry, so the advertised ranges are the served ones.
 """
 
@@ -17,46 +20,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable
 
-HANDLER_MODULES = (
-    "produce",
-    "fetch",
-    "list_offsets",
-    "metadata",
-    "find_coordinator",
-    "api_versions",
-    "create_topics",
-    "delete_topics",
-    "create_partitions",
-    "describe_configs",
-    "alter_configs",
-    "incremental_alter_configs",
-    "delete_records",
-    "describe_cluster",
-    "describe_log_dirs",
-    "offset_for_leader_epoch",
-    "init_producer_id",
-    "describe_producers",
-    "join_group",
-    "sync_group",
-    "heartbeat",
-    "leave_group",
-    "offset_commit",
-    "offset_fetch",
-    "list_groups",
-    "describe_groups",
-    "delete_groups",
-    "offset_delete",
-    "add_partitions_to_txn",
-    "add_offsets_to_txn",
-    "txn_offset_commit",
-    "end_txn",
-    "write_txn_markers",
-    "describe_transactions",
-    "list_transactions",
-)
+from kcli.errors import KcliError
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +48,23 @@ class Api:
         return self.min_version <= version <= self.max_version
 
 
-def load_registry(names: tuple[str, ...] = HANDLER_MODULES) -> dict[int, Api]:
+def handler_modules(package: str = __name__) -> list[str]:
+    """The names of the handler modules of ``package``: every module but the ``_``-prefixed."""
+    path = importlib.import_module(package).__path__
+    return sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
+
+
+def load_registry(package: str = __name__) -> dict[int, Api]:
+    """Every handler module of ``package`` by API key; a module that does not declare an API, or
+    declares one another module serves, stops the broker with one line naming it."""
     registry: dict[int, Api] = {}
-    for name in names:
-        module = importlib.import_module(f"{__name__}.{name}")
-        low, high = module.VERSIONS
-        registry[module.API_KEY] = Api(module.API_KEY, name, low, high, module.handle, inspect.iscoroutinefunction(module.handle))
+    for name in handler_modules(package):
+        module = importlib.import_module(f"{package}.{name}")
+        key, versions, handle = (getattr(module, attr, None) for attr in ("API_KEY", "VERSIONS", "handle"))
+        if not isinstance(key, int) or not isinstance(versions, tuple) or len(versions) != 2 or not callable(handle):
+            raise KcliError(f"handler module {package}.{name} must declare API_KEY, VERSIONS (lowest, highest) and handle()")
+        if key in registry:
+            raise KcliError(f"handler modules {registry[key].name} and {name} both serve API key {key}")
+        low, high = versions
+        registry[key] = Api(key, name, low, high, handle, inspect.iscoroutinefunction(handle))
     return dict(sorted(registry.items()))

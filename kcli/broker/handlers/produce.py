@@ -32,7 +32,7 @@ import logging
 from kcli.metadata.topic_names import is_internal
 from kcli.broker.transactions.verification import verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
-from kcli.storage.records import ATTRIBUTES_OFFSET, LOG_OVERHEAD, peek_batch_header
+from kcli.storage.records import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, RecordBatch, peek_batch_header, single_batch_header
 
 API_KEY = 0
 VERSIONS = (3, 11)
@@ -87,9 +87,11 @@ def _append(ctx, request, topic_name, data, state):
         if is_internal(topic_name):
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic_name}")
         partition = replicas.partition(topic_name, data.index)
-        _check_single_batch(data.records)
-        verify_transactional_produce(ctx.broker, request.transactional_id, partition, data.records)
-        info = partition.append(data.records, acks)
+        records = data.records  # a view of the request's bytes: checked and patched in place
+        batch = single_batch_header(records)  # the one read of its header
+        _check_single_batch(records, batch)
+        verify_transactional_produce(ctx.broker, request.transactional_id, partition, batch)
+        info = partition.append(records if batch is None else batch, acks)
         result["base_offset"] = info.first_offset
         result["log_append_time"] = info.log_append_time
         result["log_start_offset"] = info.log_start_offset
@@ -114,7 +116,7 @@ def _append(ctx, request, topic_name, data, state):
     return result
 
 
-def _is_compressed(records: bytes | None) -> bool:
+def _is_compressed(records: bytes | memoryview | None) -> bool:
     """Whether the batch's attributes name a codec (the low bits of the byte at offset 22)."""
     return records is not None and len(records) > _ATTRIBUTES_LOW_BYTE and records[_ATTRIBUTES_LOW_BYTE] & 0x07 != 0
 
@@ -123,8 +125,11 @@ def _compressed_batches(request) -> int:
     return sum(_is_compressed(data.records) for topic in request.topic_data for data in topic.partition_data)
 
 
-def _check_single_batch(records: bytes | None) -> None:
+def _check_single_batch(records: bytes | memoryview | None, batch: RecordBatch | None) -> None:
     """Produce v3+ carries exactly one v2 batch per partition (Kafka's request validation)."""
-    size = peek_batch_header(records, 0)[1] if records and len(records) >= LOG_OVERHEAD + 5 else -1
-    if size != len(records or b""):
+    if batch is not None:
+        size = batch.size_in_bytes
+    else:
+        size = peek_batch_header(records, 0)[1] if records is not None and len(records) >= HEADER_SIZE_UP_TO_MAGIC else -1
+    if size != (0 if records is None else len(records)):
         raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3 and above must contain exactly one record batch per partition")

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcli.broker.groups.partitioner import partition_for
+from kcli.broker.transactions import markers, transaction_state_manager
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
-from kcli.broker.transactions import markers, store
 from kcli.broker.transactions.metadata import TransactionMetadata, TransactionState, is_epoch_exhausted
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KcliError
@@ -73,7 +73,7 @@ class TransactionCoordinator:
     def __init__(
         self,
         config: TransactionConfig,
-        writer: store.TransactionLogWriter,
+        writer: transaction_state_manager.TransactionStateManager,
         replica_manager: Any,
         generate_producer_id: Callable[[], int],
         *,
@@ -156,13 +156,13 @@ class TransactionCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     async def _load(self, partition: int, partition_log: Any) -> None:
-        from kcli.broker.groups.store import read_batches
+        from kcli.broker.groups.group_metadata_manager import read_batches
 
         name = f"{TRANSACTION_STATE_TOPIC_NAME}-{partition}"
         started = self._time_ms()
         try:
             loaded = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: store.replay(read_batches(partition_log, self.config.load_buffer_size), name)
+                None, lambda: transaction_state_manager.replay(read_batches(partition_log, self.config.load_buffer_size), name)
             )
         except Exception:
             log.exception("Error loading transactions from %s", name)
@@ -211,10 +211,10 @@ class TransactionCoordinator:
     def _write(self, metadata: TransactionMetadata) -> ErrorCode:
         """Append the record of ``metadata`` and install it; the error when the append fails."""
         try:
-            self._writer.append(self.partition_for(metadata.transactional_id), store.transaction_batch(metadata, self._time_ms()))
+            self._writer.append(self.partition_for(metadata.transactional_id), transaction_state_manager.transaction_batch(metadata, self._time_ms()))
         except KcliError as e:
             log.info("Appending %s of %s to the transaction log failed: %s", metadata.state.kafka_name, metadata.transactional_id, e)
-            return store.append_error(e)
+            return transaction_state_manager.append_error(e)
         except Exception:
             log.exception("Appending %s of %s to the transaction log failed", metadata.state.kafka_name, metadata.transactional_id)
             return ErrorCode.UNKNOWN_SERVER_ERROR
@@ -475,7 +475,7 @@ class TransactionCoordinator:
                 continue
             metadata.prepare_dead()  # Kafka's transition check; the tombstone is the record
             try:
-                self._writer.append(partition, store.tombstone_batch(metadata.transactional_id, now))
+                self._writer.append(partition, transaction_state_manager.tombstone_batch(metadata.transactional_id, now))
             except KcliError as e:
                 log.info("Removing the expired transactional id %s failed: %s", metadata.transactional_id, e)
                 continue

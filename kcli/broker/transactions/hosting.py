@@ -19,7 +19,7 @@ from typing import Any
 from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
 from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
-from kcli.broker.transactions.store import TransactionLogWriter
+from kcli.broker.transactions.transaction_state_manager import TransactionStateManager
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 log = logging.getLogger("kcli.broker.transactions")
@@ -29,7 +29,7 @@ def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
     config = TransactionConfig.from_broker_config(broker.config)
     coordinator = TransactionCoordinator(
         config,
-        TransactionLogWriter(broker.replica_manager),
+        TransactionStateManager(broker.replica_manager),
         broker.replica_manager,
         broker.producer_ids.generate,
         group_coordinator=lambda: broker.group_coordinator,

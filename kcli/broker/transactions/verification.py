@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcli.errors import ErrorCode, KafkaError
-from kcli.storage.records import RECORD_BATCH_OVERHEAD, RecordBatch, peek_batch_header
+from kcli.storage.records import RecordBatch
 
 _RETRIABLE = frozenset({
     ErrorCode.CONCURRENT_TRANSACTIONS,
@@ -26,16 +26,16 @@ _RETRIABLE = frozenset({
 })
 
 
-def verify_transactional_produce(broker: Any, transactional_id: str | None, partition: Any, records: Any) -> None:
-    """Raise the produce error for a transactional batch the transaction does not cover."""
-    if transactional_id is None or not records or len(records) < RECORD_BATCH_OVERHEAD:
+def verify_transactional_produce(broker: Any, transactional_id: str | None, partition: Any, batch: RecordBatch | None) -> None:
+    """Raise the produce error for a transactional batch the transaction does not cover.
+
+    ``batch`` is the header of the produced batch (``records.single_batch_header``; None when the
+    records are not a magic-2 batch, which the log refuses)."""
+    if transactional_id is None or batch is None:
         return
     coordinator = broker.transaction_coordinator
     if coordinator is None or not broker.config.get("transaction.partition.verification.enable"):
         return
-    if peek_batch_header(records, 0)[2] != 2:
-        return
-    batch = RecordBatch(records)
     if not batch.is_transactional or batch.producer_id < 0:
         return
     entry = partition.log.producer_state.last_entry(batch.producer_id)

@@ -4,7 +4,10 @@
 (``kcli.broker.server.Connection``, requests) and the client's (``kcli.client.connection``,
 answers). Small frames are cut out of one receive buffer and come out as ``bytes``; a frame larger
 than half of ``RECEIVE_BUFFER_BYTES`` is received straight into a buffer of its own and comes out
-as a read-only view of it, so its bytes are copied once, by the kernel, on their way in.
+as a read-only view of it, so its bytes are copied once, by the kernel, on their way in. With
+``writable_frames`` (the broker: a produce request's records are checked and patched where they
+arrived) every frame is a buffer of its own that may be written: a small one a ``bytearray``, a
+large one a writable view.
 
 Memory follows the bytes that arrived, never the sizes announced: the receive buffer starts small
 and grows (to ``RECEIVE_BUFFER_BYTES``) only while reads fill it, and a large frame's own buffer
@@ -34,8 +37,9 @@ INITIAL_LARGE_BUFFER_BYTES = 64 * 1024
 class FrameStream(asyncio.BufferedProtocol):
     """Subclasses take frames in ``frame_received`` and the end of the stream in ``stream_ended``."""
 
-    def __init__(self, max_frame_size: int, *, trust_announced_sizes: bool = False) -> None:
+    def __init__(self, max_frame_size: int, *, trust_announced_sizes: bool = False, writable_frames: bool = False) -> None:
         self.max_frame_size = max_frame_size
+        self.writable_frames = writable_frames
         # A client trusts the broker it chose to reach as far as its own limit (librdkafka's
         # receive.message.max.bytes): a large answer's buffer is allocated whole at once, not
         # grown, which spares copying a 50 MiB fetch answer several times over.
@@ -55,7 +59,7 @@ class FrameStream(asyncio.BufferedProtocol):
 
     # -- what subclasses handle ----------------------------------------------------------------------
 
-    def frame_received(self, body: bytes | memoryview) -> None:
+    def frame_received(self, body: bytes | bytearray | memoryview) -> None:
         raise NotImplementedError
 
     def size_refused(self, size: int) -> None:
@@ -116,7 +120,7 @@ class FrameStream(asyncio.BufferedProtocol):
         self._large_filled += nbytes
         if self._large_filled == self._large_size:
             body, self._large = self._large, None
-            self.frame_received(memoryview(body).toreadonly())
+            self.frame_received(memoryview(body) if self.writable_frames else memoryview(body).toreadonly())
 
     def continue_frames(self) -> None:
         """Cut frames again after ``frame_started`` held one back."""
@@ -162,7 +166,8 @@ class FrameStream(asyncio.BufferedProtocol):
             if available >= size:
                 self._start = body_start + size
                 self._admitted = False
-                self.frame_received(bytes(buffer[body_start : body_start + size]))
+                body = buffer[body_start : body_start + size]  # a bytearray of its own
+                self.frame_received(body if self.writable_frames else bytes(body))
                 if self._held or self.refused:
                     return
                 buffer = self._buffer

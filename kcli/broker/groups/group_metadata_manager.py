@@ -1,4 +1,5 @@
-"""The records of ``__consumer_offsets``: writing them as a batch, replaying a partition.
+"""The records of ``__consumer_offsets``: writing them as a batch, replaying a partition
+(Kafka's GroupMetadataManager; the group cache itself is the ``GroupCoordinator``'s).
 
 Kafka 3.9's classic coordinator writes, as version-prefixed keys and values
 (``protocol/coordinator_records``):
@@ -127,8 +128,9 @@ def build_records(records: list[NewRecord], compression: CompressionType) -> Mem
     return MemoryRecordsBuilder([(r.key, r.value) for r in records], timestamp, compression)
 
 
-class OffsetsTopicWriter:
-    """Appends coordinator records to the ``__consumer_offsets`` partitions this broker leads."""
+class GroupMetadataManager:
+    """Appends coordinator records to the ``__consumer_offsets`` partitions this broker leads
+    (Kafka's GroupMetadataManager.storeGroup and storeOffsets)."""
 
     def __init__(self, replica_manager: Any, compression: CompressionType) -> None:
         self.replica_manager = replica_manager

@@ -1,4 +1,6 @@
-"""The records of ``__transaction_state``: one per state change, replayed at load.
+"""The records of ``__transaction_state``: one per state change, replayed at load (Kafka's
+TransactionStateManager, with TransactionLog's record encoding; the transactional ids in memory
+are the ``TransactionCoordinator``'s).
 
 Kafka 3.9 (transaction.version 0) writes, as version-prefixed key and value
 (``protocol/coordinator_records``):
@@ -97,8 +99,9 @@ def replay(batches: Iterable[Any], partition_name: str) -> dict[str, Transaction
     return found
 
 
-class TransactionLogWriter:
-    """Appends to the ``__transaction_state`` partitions this broker leads."""
+class TransactionStateManager:
+    """Appends to the ``__transaction_state`` partitions this broker leads (Kafka's
+    TransactionStateManager.appendTransactionToLog)."""
 
     def __init__(self, replica_manager: Any) -> None:
         self.replica_manager = replica_manager

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from kcli.broker.groups import store
+from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.group import ClassicGroup, GroupState
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
@@ -14,16 +14,7 @@ from kcli.errors import ErrorCode, KcliError
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
-from kcli.storage.records import (
-    ControlType,
-    NewRecord,
-    RecordBatch,
-    TimestampType,
-    build_batch,
-    control_record,
-    end_txn_marker_value,
-    iter_batches,
-)
+from kcli.storage.records import ControlType, NewRecord, RecordBatch, TimestampType, build_batch, control_record, end_txn_marker_value, iter_batches
 
 
 def _string(text: str) -> bytes:
@@ -36,7 +27,7 @@ def _bytes(data: bytes) -> bytes:
 
 
 def test_offset_commit_record_has_kafka_39_layout():
-    record = store.offset_commit_record("grp", ("orders", 7), OffsetAndMetadata(1234, 5, "meta", 1700000000000), 1700000000001)
+    record = group_metadata_manager.offset_commit_record("grp", ("orders", 7), OffsetAndMetadata(1234, 5, "meta", 1700000000000), 1700000000001)
     # OffsetCommitKey v1: version, group, topic, partition.
     assert record.key == struct.pack(">h", 1) + _string("grp") + _string("orders") + struct.pack(">i", 7)
     # OffsetCommitValue v3: version, offset, leaderEpoch, metadata, commitTimestamp.
@@ -45,10 +36,10 @@ def test_offset_commit_record_has_kafka_39_layout():
 
 
 def test_offset_commit_with_expire_time_is_value_v1_and_no_epoch_is_minus_one():
-    record = store.offset_commit_record("g", ("t", 0), OffsetAndMetadata(9, None, "", 100, expire_timestamp=500), 100)
+    record = group_metadata_manager.offset_commit_record("g", ("t", 0), OffsetAndMetadata(9, None, "", 100, expire_timestamp=500), 100)
     # OffsetCommitValue v1: version, offset, metadata, commitTimestamp, expireTimestamp.
     assert record.value == struct.pack(">hq", 1, 9) + _string("") + struct.pack(">qq", 100, 500)
-    v3 = store.offset_commit_record("g", ("t", 0), OffsetAndMetadata(9, None, "", 100), 100)
+    v3 = group_metadata_manager.offset_commit_record("g", ("t", 0), OffsetAndMetadata(9, None, "", 100), 100)
     assert cr.decode_offset_commit_value(v3.value) == (3, {"Offset": 9, "LeaderEpoch": -1, "Metadata": "", "CommitTimestamp": 100})
 
 
@@ -65,7 +56,7 @@ def test_group_metadata_record_round_trips_through_the_schema_decoder():
     group.add(_member("m1", [("range", _subscription("a"))], instance="i-1"))
     group.add(_member("m2", [("range", _subscription("a", "b"))]))
     group.protocol_name = "range"
-    record = store.group_metadata_record(group, {"m1": b"\x01", "m2": b"\x02"}, 1700000000999)
+    record = group_metadata_manager.group_metadata_record(group, {"m1": b"\x01", "m2": b"\x02"}, 1700000000999)
     assert record.key == struct.pack(">h", 2) + _string("payments")
     version, value = cr.decode_group_metadata_value(record.value)
     assert version == 3
@@ -87,19 +78,19 @@ def test_group_metadata_record_round_trips_through_the_schema_decoder():
 
 def test_empty_group_record_has_null_protocol_and_leader():
     group = ClassicGroup("idle", generation_id=2, protocol_type="consumer", current_state_timestamp=5)
-    version, value = cr.decode_group_metadata_value(store.group_metadata_record(group, {}, 5).value)
+    version, value = cr.decode_group_metadata_value(group_metadata_manager.group_metadata_record(group, {}, 5).value)
     assert (value["Protocol"], value["Leader"], value["Members"]) == (None, None, [])
 
 
 def test_tombstones_have_the_key_and_no_value():
-    assert store.offset_tombstone("g", ("t", 1), 7) == NewRecord(cr.encode_offset_commit_key("g", "t", 1), None, 7)
-    assert store.group_tombstone("g", 7) == NewRecord(cr.encode_group_metadata_key("g"), None, 7)
+    assert group_metadata_manager.offset_tombstone("g", ("t", 1), 7) == NewRecord(cr.encode_offset_commit_key("g", "t", 1), None, 7)
+    assert group_metadata_manager.group_tombstone("g", 7) == NewRecord(cr.encode_group_metadata_key("g"), None, 7)
 
 
 @pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP, CompressionType.LZ4])
 def test_records_are_one_magic_2_create_time_batch_without_producer(codec):
-    records = [store.offset_commit_record("g", ("t", p), OffsetAndMetadata(p, None, "", 10), 10) for p in range(3)]
-    batch = RecordBatch(store.build_records(records, codec))
+    records = [group_metadata_manager.offset_commit_record("g", ("t", p), OffsetAndMetadata(p, None, "", 10), 10) for p in range(3)]
+    batch = RecordBatch(group_metadata_manager.build_records(records, codec))
     batch.validate()
     assert (batch.compression, batch.timestamp_type, batch.producer_id, batch.record_count) == (codec, TimestampType.CREATE_TIME, -1, 3)
     assert [(r.key, r.value) for r in batch.records()] == [(r.key, r.value) for r in records]
@@ -118,19 +109,19 @@ def test_replay_keeps_the_last_record_per_key_and_honours_tombstones(tmp_path):
     group = ClassicGroup("g", state=GroupState.STABLE, generation_id=1, current_state_timestamp=1)
     group.add(_member("m1", [("range", _subscription("t"))]))
     group.protocol_name = "range"
-    _append(log, [store.offset_commit_record("g", ("t", 0), OffsetAndMetadata(5, None, "a", 1), 1),
-                  store.offset_commit_record("g", ("t", 1), OffsetAndMetadata(6, 2, "b", 1), 1)])
-    second = _append(log, [store.offset_commit_record("g", ("t", 0), OffsetAndMetadata(8, None, "c", 2), 2)])
-    _append(log, [store.offset_tombstone("g", ("t", 1), 3)])
-    _append(log, [store.group_metadata_record(group, {"m1": b"x"}, 3)])
-    _append(log, [store.offset_commit_record("gone", ("t", 0), OffsetAndMetadata(1, None, "", 1), 1)])
-    _append(log, [store.group_metadata_record(ClassicGroup("gone", generation_id=1, protocol_type="consumer"), {}, 1)])
-    _append(log, [store.group_tombstone("gone", 4), store.offset_tombstone("gone", ("t", 0), 4)])
+    _append(log, [group_metadata_manager.offset_commit_record("g", ("t", 0), OffsetAndMetadata(5, None, "a", 1), 1),
+                  group_metadata_manager.offset_commit_record("g", ("t", 1), OffsetAndMetadata(6, 2, "b", 1), 1)])
+    second = _append(log, [group_metadata_manager.offset_commit_record("g", ("t", 0), OffsetAndMetadata(8, None, "c", 2), 2)])
+    _append(log, [group_metadata_manager.offset_tombstone("g", ("t", 1), 3)])
+    _append(log, [group_metadata_manager.group_metadata_record(group, {"m1": b"x"}, 3)])
+    _append(log, [group_metadata_manager.offset_commit_record("gone", ("t", 0), OffsetAndMetadata(1, None, "", 1), 1)])
+    _append(log, [group_metadata_manager.group_metadata_record(ClassicGroup("gone", generation_id=1, protocol_type="consumer"), {}, 1)])
+    _append(log, [group_metadata_manager.group_tombstone("gone", 4), group_metadata_manager.offset_tombstone("gone", ("t", 0), 4)])
 
-    replayed = store.replay(store.read_batches(log, 64))  # a small buffer: several reads
+    replayed = group_metadata_manager.replay(group_metadata_manager.read_batches(log, 64))  # a small buffer: several reads
     assert replayed.offsets == {("g", "t", 0): CommittedOffset(OffsetAndMetadata(8, None, "c", 2), second)}
     assert set(replayed.groups) == {"g"} and replayed.removed_groups == {"gone"}
-    loaded = store.group_from_record("g", *replayed.groups["g"])
+    loaded = group_metadata_manager.group_from_record("g", *replayed.groups["g"])
     assert (loaded.state, loaded.generation_id, loaded.protocol_name, loaded.leader_id) == (GroupState.STABLE, 1, "range", "m1")
     assert loaded.get("m1").assignment == b"x" and loaded.subscribed_topics == {"t"}
 
@@ -138,20 +129,20 @@ def test_replay_keeps_the_last_record_per_key_and_honours_tombstones(tmp_path):
 def test_replay_applies_transactional_commits_on_commit_markers_only(tmp_path):
     log = _log(tmp_path)
     txn = dict(producer_id=42, producer_epoch=0, base_sequence=0, transactional=True)
-    _append(log, [store.offset_commit_record("g", ("t", 0), OffsetAndMetadata(10, None, "", 1), 1)], **txn)
+    _append(log, [group_metadata_manager.offset_commit_record("g", ("t", 0), OffsetAndMetadata(10, None, "", 1), 1)], **txn)
     _append(log, [control_record(ControlType.COMMIT, end_txn_marker_value(0), 2)], producer_id=42, producer_epoch=0, transactional=True, control=True)
-    _append(log, [store.offset_commit_record("g", ("t", 1), OffsetAndMetadata(20, None, "", 3), 3)], **txn)
+    _append(log, [group_metadata_manager.offset_commit_record("g", ("t", 1), OffsetAndMetadata(20, None, "", 3), 3)], **txn)
     _append(log, [control_record(ControlType.ABORT, end_txn_marker_value(0), 4)], producer_id=42, producer_epoch=0, transactional=True, control=True)
-    _append(log, [store.offset_commit_record("g", ("t", 2), OffsetAndMetadata(30, None, "", 5), 5)], **txn)
-    replayed = store.replay(store.read_batches(log, 1 << 20))
+    _append(log, [group_metadata_manager.offset_commit_record("g", ("t", 2), OffsetAndMetadata(30, None, "", 5), 5)], **txn)
+    replayed = group_metadata_manager.replay(group_metadata_manager.read_batches(log, 1 << 20))
     assert {k: v.value.offset for k, v in replayed.offsets.items()} == {("g", "t", 0): 10}
     assert {k: v.value.offset for k, v in replayed.pending[42].items()} == {("g", "t", 2): 30}
 
 
 def test_replay_skips_undecodable_records_and_keeps_the_rest(tmp_path):
     log = _log(tmp_path)
-    _append(log, [NewRecord(b"\x00", b"junk", 1), store.offset_commit_record("g", ("t", 0), OffsetAndMetadata(3, None, "", 1), 1)])
-    replayed = store.replay(store.read_batches(log, 1 << 20))
+    _append(log, [NewRecord(b"\x00", b"junk", 1), group_metadata_manager.offset_commit_record("g", ("t", 0), OffsetAndMetadata(3, None, "", 1), 1)])
+    replayed = group_metadata_manager.replay(group_metadata_manager.read_batches(log, 1 << 20))
     assert replayed.skipped == 1 and replayed.records == 1
     assert replayed.offsets[("g", "t", 0)].value.offset == 3
 
@@ -171,9 +162,9 @@ COMMITS = {
 def test_the_offset_commit_batch_is_the_batch_of_its_records(codec):
     for count in (1, 2, len(COMMITS)):
         offsets = dict(list(COMMITS.items())[:count])
-        expected = build_batch([store.offset_commit_record("grp", tp, value, 1700000000009) for tp, value in offsets.items()], compression=codec)
-        assert bytes(store.offset_commit_batch("grp", offsets, 1700000000009, codec)) == expected
-    records = RecordBatch(store.offset_commit_batch("grp", COMMITS, 1700000000009, codec)).records()
+        expected = build_batch([group_metadata_manager.offset_commit_record("grp", tp, value, 1700000000009) for tp, value in offsets.items()], compression=codec)
+        assert bytes(group_metadata_manager.offset_commit_batch("grp", offsets, 1700000000009, codec)) == expected
+    records = RecordBatch(group_metadata_manager.offset_commit_batch("grp", COMMITS, 1700000000009, codec)).records()
     assert [cr.decode_offset_commit_value(r.value)[0] for r in records] == [3, 3, 3, 1, 3]
 
 
@@ -181,12 +172,12 @@ def test_group_records_and_tombstones_are_built_batches_with_build_batch_bytes()
     group = ClassicGroup("payments", state=GroupState.STABLE, current_state_timestamp=5, generation_id=4)
     group.add(_member("m1", [("range", _subscription("a"))]))
     group.protocol_name = "range"
-    records = [store.group_metadata_record(group, {"m1": b"\x01"}, 5), store.offset_tombstone("payments", ("a", 0), 5), store.group_tombstone("payments", 5)]
-    built = store.build_records(records, CompressionType.LZ4)
+    records = [group_metadata_manager.group_metadata_record(group, {"m1": b"\x01"}, 5), group_metadata_manager.offset_tombstone("payments", ("a", 0), 5), group_metadata_manager.group_tombstone("payments", 5)]
+    built = group_metadata_manager.build_records(records, CompressionType.LZ4)
     assert bytes(built) == build_batch(records, compression=CompressionType.LZ4)
     assert (built.record_count, built.null_keys, built.timestamp) == (3, False, 5)
     with pytest.raises(ValueError, match="share a timestamp"):
-        store.build_records([*records, store.group_tombstone("payments", 6)], CompressionType.NONE)
+        group_metadata_manager.build_records([*records, group_metadata_manager.group_tombstone("payments", 6)], CompressionType.NONE)
 
 
 class _Partitions:
@@ -217,21 +208,21 @@ def test_the_writer_appends_commits_without_validating_and_moves_the_high_waterm
     monkeypatch.setattr(log_module, "validate_and_assign_offsets", lambda *a, **k: pytest.fail("a coordinator batch was validated again"))
     hosted = _hosted(tmp_path)
     partitions = _Partitions(hosted)
-    writer = store.OffsetsTopicWriter(partitions, CompressionType.GZIP)
+    writer = group_metadata_manager.GroupMetadataManager(partitions, CompressionType.GZIP)
     first = writer.append_offset_commits(3, "grp", COMMITS, 1700000000009)
     second = writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1300, 5, "", 1700000000010)}, 1700000000010)
-    tombstone = writer.append(3, [store.offset_tombstone("grp", ("orders", 1), 1700000000011)])
+    tombstone = writer.append(3, [group_metadata_manager.offset_tombstone("grp", ("orders", 1), 1700000000011)])
     assert (first, second, tombstone) == (0, 5, 6)
     assert hosted.log.log_end_offset == hosted.high_watermark == 7
     assert partitions.notified == [("__consumer_offsets", 3)] * 3
     stored = list(iter_batches(b"".join(s.log.path.read_bytes() for s in hosted.log.segments)))
-    expected = bytearray(build_batch([store.offset_commit_record("grp", tp, v, 1700000000009) for tp, v in COMMITS.items()], compression=CompressionType.GZIP))
+    expected = bytearray(build_batch([group_metadata_manager.offset_commit_record("grp", tp, v, 1700000000009) for tp, v in COMMITS.items()], compression=CompressionType.GZIP))
     expected[12:16] = struct.pack(">i", 6)  # the partition leader epoch, outside the CRC
     assert bytes(stored[0].buffer[: stored[0].size_in_bytes]) == bytes(expected)
     assert [(b.base_offset, b.partition_leader_epoch, b.compression) for b in stored] == [(0, 6, CompressionType.GZIP), (5, 6, CompressionType.GZIP), (6, 6, CompressionType.GZIP)]
     for batch in stored:
         batch.validate()
-    replayed = store.replay(store.read_batches(hosted.log, 1 << 20))
+    replayed = group_metadata_manager.replay(group_metadata_manager.read_batches(hosted.log, 1 << 20))
     assert replayed.offsets[("grp", "orders", 0)] == CommittedOffset(OffsetAndMetadata(1300, 5, "", 1700000000010), 5)
     assert ("grp", "orders", 1) not in replayed.offsets
     assert replayed.offsets[("grp", "expiring", 3)].value == COMMITS[("expiring", 3)]
@@ -241,23 +232,23 @@ def test_the_writer_appends_commits_without_validating_and_moves_the_high_waterm
 
 def test_the_writer_answers_the_partitions_errors(tmp_path):
     hosted = _hosted(tmp_path, min_insync_replicas=2)
-    writer = store.OffsetsTopicWriter(_Partitions(hosted), CompressionType.NONE)
+    writer = group_metadata_manager.GroupMetadataManager(_Partitions(hosted), CompressionType.NONE)
     with pytest.raises(KcliError) as isr:
         writer.append_offset_commits(3, "grp", COMMITS, 1)
-    assert store.append_error(isr.value, offsets=True) is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert group_metadata_manager.append_error(isr.value, offsets=True) is ErrorCode.COORDINATOR_NOT_AVAILABLE
     with pytest.raises(KcliError) as elsewhere:
         writer.append_offset_commits(4, "grp", COMMITS, 1)
-    assert store.append_error(elsewhere.value, offsets=True) is ErrorCode.NOT_COORDINATOR
+    assert group_metadata_manager.append_error(elsewhere.value, offsets=True) is ErrorCode.NOT_COORDINATOR
     small = _hosted(tmp_path / "small", max_message_bytes=200)
     with pytest.raises(KcliError) as too_large:
-        store.OffsetsTopicWriter(_Partitions(small), CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1)
-    assert store.append_error(too_large.value, offsets=True) is ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+        group_metadata_manager.GroupMetadataManager(_Partitions(small), CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1)
+    assert group_metadata_manager.append_error(too_large.value, offsets=True) is ErrorCode.INVALID_COMMIT_OFFSET_SIZE
     assert hosted.log.log_end_offset == small.log.log_end_offset == 0
 
 
 def test_written_commits_print_with_the_offsets_decoder(tmp_path, kcli_run):
     hosted = _hosted(tmp_path)
-    writer = store.OffsetsTopicWriter(_Partitions(hosted), CompressionType.NONE)
+    writer = group_metadata_manager.GroupMetadataManager(_Partitions(hosted), CompressionType.NONE)
     writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1234, 5, "m", 1700000000000)}, 1700000000009)
     hosted.log.flush()
     code, out, err = kcli_run("dump-log-segments", "--offsets-decoder", "--files", str(hosted.log.segments[0].log.path))
