@@ -124,7 +124,8 @@ class Broker:
         self._logs_loaded = True
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
         self.replica_manager = ReplicaManager(self.id, self.log_manager, self.metadata)
-        self.producer_ids = ProducerIdManager(store, self.id)
+        self.producer_ids = ProducerIdManager(store, self.id, thread)
+        self.producer_ids.prefetch()
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
         # for controller (a controller counts the brokers registered), take up the partitions
         # this broker leads, and only then accept requests.

@@ -222,3 +222,85 @@ def test_meta_properties_of_another_cluster_is_refused(cluster, tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert "doesn't match stored clusterId AAAAAAAAAAAAAAAAAAAAAA" in last
     assert "The broker is trying to join the wrong cluster. Configured zookeeper.connect may be wrong." in last
+
+
+def test_a_group_resumes_from_its_committed_offsets_when_its_coordinators_broker_restarts(cluster):
+    import threading
+
+    cluster.start(3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    group = "resuming"
+    # Creates __consumer_offsets (6 partitions over the three brokers) and names the coordinator.
+    (coordinator,) = wait_until(lambda: _coordinator_of(admin, group))
+    data_broker = next(b for b in cluster.brokers if b != coordinator)
+    # The topic's partitions live on another broker, so only the coordinator goes away.
+    admin.create_topics([NewTopic("events", num_partitions=2, replica_assignment=[[data_broker], [data_broker]])])["events"].result(30)
+    wait_until(lambda: -1 not in leaders(cluster.bootstrap, "events").values())
+    produce(cluster.bootstrap, "events", 100)
+    first = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False})
+    first.subscribe(["events"])
+    seen: list[bytes] = []
+    wait_until(lambda: _poll_into(first, seen) >= 100, timeout=60, interval=0)
+    first.commit(asynchronous=False)
+    first.close()
+
+    cluster.brokers[coordinator].kill()
+    produce(cluster.brokers[data_broker].bootstrap, "events", 50)
+    # A member that joins while the coordinator is away waits (COORDINATOR_NOT_AVAILABLE) ...
+    second = Consumer({"bootstrap.servers": cluster.brokers[data_broker].bootstrap, "group.id": group,
+                       "auto.offset.reset": "earliest"})
+    second.subscribe(["events"])
+    resumed: list[bytes] = []
+    restarter = threading.Timer(3.0, cluster.brokers[coordinator].restart)
+    restarter.start()
+    try:
+        # ... and resumes from the committed offsets once it is back: only the 50 new records.
+        wait_until(lambda: _poll_into(second, resumed) >= 50, timeout=90, interval=0)
+        extra: list[bytes] = []
+        for _ in range(4):
+            _poll_into(second, extra)
+        assert sorted(resumed + extra) == sorted(b"value-%d" % i for i in range(50))
+    finally:
+        restarter.join()
+        second.close()
+
+
+def _coordinator_of(admin: AdminClient, group: str) -> tuple[int] | None:
+    """(the coordinator's broker id,) once the group's coordinator is known (broker 0 is falsy)."""
+    try:
+        return (admin.describe_consumer_groups([group], request_timeout=10)[group].result(15).coordinator.id,)
+    except Exception:
+        return None
+
+
+def test_brokers_keep_serving_through_a_zookeeper_restart(tmp_path):
+    from tests.cluster.conftest import Cluster
+    from tests.zookeeper_process import ZooKeeperProcess
+
+    zookeeper = ZooKeeperProcess(tmp_path / "zookeeper").start()
+    cluster = Cluster(zookeeper, "/restarting", tmp_path)
+    try:
+        cluster.start(2)
+        create_topic(cluster.bootstrap, "steady", 4)
+        wait_until(lambda: -1 not in leaders(cluster.bootstrap, "steady").values())
+        produce(cluster.bootstrap, "steady", 40)
+        zookeeper.stop()
+        # Without ZooKeeper the brokers still serve what they lead.
+        produce(cluster.bootstrap, "steady", 40)
+        zookeeper.start()
+        # Their sessions outlived the restart (or were renewed): both stay registered.
+        zk = cluster.zk()
+        try:
+            assert wait_until(lambda: sorted(zk.get_children("/brokers/ids")) == ["0", "1"])
+            assert wait_until(lambda: zk.exists("/controller") is not None)
+        finally:
+            zk.stop()
+            zk.close()
+        produce(cluster.bootstrap, "steady", 20)
+        values = consume(cluster.bootstrap, "steady", 100, "after-zookeeper")
+        assert sorted(values) == sorted([b"value-%d" % i for i in range(40)] * 2 + [b"value-%d" % i for i in range(20)])
+        assert not [line for b in cluster.brokers.values() for line in b.log_lines if "Traceback" in line]
+    finally:
+        cluster.stop()
+        zookeeper.stop()
