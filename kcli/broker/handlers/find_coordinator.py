@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.broker.coordinator_hosting import internal_topic
 from kcli.broker.transactions.hosting import transaction_state_topic
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
@@ -33,7 +34,6 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 log = logging.getLogger(__name__)
 
-_last_creation_failure: list[str] = []
 
 
 async def handle(ctx, request):
@@ -85,28 +85,15 @@ def _leader_of(broker, topic, partition: int) -> dict:
 
 async def _create_offsets_topic(broker):
     config = broker.config
-    try:
-        topic = await broker.admin_manager.create_topic(
-            GROUP_METADATA_TOPIC_NAME,
-            config.get("offsets.topic.num.partitions"),
-            config.get("offsets.topic.replication.factor"),
-            configs={
-                "cleanup.policy": "compact",
-                "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
-                "compression.type": "producer",
-            },
-        )
-    except (KcliError, OSError) as e:  # OSError: the metadata could not be written (a full disk)
-        if getattr(e, "error_code", None) == ErrorCode.TOPIC_ALREADY_EXISTS:
-            existing = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME)
-            if existing is not None:
-                return existing
-        message = f"Could not create the offsets topic {GROUP_METADATA_TOPIC_NAME}: {e}"
-        if _last_creation_failure != [message]:
-            # Clients retry every few hundred milliseconds: say it once, not per lookup.
-            _last_creation_failure[:] = [message]
-            log.warning("%s (offsets.topic.replication.factor=%s)", message, config.get("offsets.topic.replication.factor"))
-        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message) from None
-    _last_creation_failure.clear()
-    log.info("Created the offsets topic %s with %d partition(s)", GROUP_METADATA_TOPIC_NAME, len(topic.partitions))
-    return topic
+    return await internal_topic(
+        broker,
+        GROUP_METADATA_TOPIC_NAME,
+        "offsets topic",
+        "offsets.topic.num.partitions",
+        "offsets.topic.replication.factor",
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
+            "compression.type": "producer",
+        },
+    )
