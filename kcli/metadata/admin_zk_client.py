@@ -7,8 +7,9 @@ Kafka's error code and message: ``create_topic`` (the KRaft controller's checks 
 returns what it wrote; brokers learn of it through their metadata caches, as of any change
 written by anyone (another broker, a ZooKeeper-era tool).
 
-New partitions lead on their first replica with every replica in sync, at leader epoch 0 and
-the controller epoch of ``/controller_epoch``.
+New partitions lead on their first replica, at leader epoch 0 and the controller epoch of
+``/controller_epoch``. Their ISR is the leader alone: kcli does not replicate yet, and a replica
+that holds no data is never reported in sync (the tools show such partitions under-replicated).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ class AdminZkClient:
 def new_partition(replicas: tuple[int, ...], controller_epoch: int) -> PartitionState:
     return PartitionState(
         replicas=replicas,
-        isr=replicas,
+        isr=replicas[:1],
         leader=replicas[0],
         leader_epoch=0,
         partition_epoch=0,

@@ -304,3 +304,18 @@ def test_brokers_keep_serving_through_a_zookeeper_restart(tmp_path):
     finally:
         cluster.stop()
         zookeeper.stop()
+
+
+def test_a_replica_holding_no_data_is_never_reported_in_sync(cluster):
+    cluster.start(2)
+    create_topic(cluster.bootstrap, "doubled", 2, replication_factor=2)
+    seen = wait_until(lambda: (lambda t: t if all(p.leader != -1 for p in t.partitions.values()) else None)(
+        metadata(cluster.bootstrap, "doubled").topics["doubled"]))
+    for partition in seen.partitions.values():
+        assert len(partition.replicas) == 2 and partition.isrs == [partition.leader]
+    listed = subprocess.run(
+        [sys.executable, "-m", "kcli", "topics", "--bootstrap-server", cluster.bootstrap, "--describe",
+         "--under-replicated-partitions", "--topic", "doubled"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert sum("Partition:" in line for line in listed.stdout.splitlines()) == 2

@@ -172,8 +172,8 @@ class KafkaController:
         """Bring the topic's partitions to the state the live brokers allow, in one transaction:
 
         * a topic written without an id gets one, and a partition without a state znode its first
-          state: the first live replica leads, the live replicas are the ISR (NewPartition ->
-          OnlinePartition);
+          state: the first live replica leads, alone in the ISR until replication exists
+          (NewPartition -> OnlinePartition);
         * a partition whose leader is not live elects the first live replica of its ISR, in
           assignment order (OfflinePartitionLeaderElection, unclean election disabled); with none,
           it goes offline: leader -1, the ISR keeping its last member, as Kafka's controller
@@ -197,7 +197,8 @@ class KafkaController:
                 in_sync = tuple(replica for replica in replicas if replica in live)
                 if not in_sync:
                     continue
-                first = zk.LeaderAndIsr(in_sync[0], 0, in_sync, self.epoch)
+                # The leader alone is in sync: kcli does not replicate yet.
+                first = zk.LeaderAndIsr(in_sync[0], 0, in_sync[:1], self.epoch)
                 if store.exists(zk.topic_partition_path(name, partition)) is None:
                     ops.append(CreateOp(zk.topic_partition_path(name, partition)))
                 ops.append(CreateOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(first)))
