@@ -14,6 +14,7 @@ from kcli import __version__
 from kcli.tools import (
     broker,
     broker_api_versions,
+    cluster,
     complete_names,
     configs,
     console_consumer,
@@ -58,6 +59,7 @@ def _root(
 for tool in (
     broker,
     zookeeper,
+    cluster,
     topics,
     console_producer,
     console_consumer,
