@@ -16,6 +16,7 @@ _kcli() {
         case "$path/${COMP_WORDS[i]}" in
             "/broker") path="broker" ;;
             "/broker-api-versions") path="broker-api-versions" ;;
+            "/cluster") path="cluster" ;;
             "/configs") path="configs" ;;
             "/console-consumer") path="console-consumer" ;;
             "/console-producer") path="console-producer" ;;
@@ -32,6 +33,8 @@ _kcli() {
             "/transactions") path="transactions" ;;
             "/zookeeper") path="zookeeper" ;;
             "broker/start") path="broker/start" ;;
+            "cluster/start") path="cluster/start" ;;
+            "cluster/status") path="cluster/status" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
             "transactions/describe-producers") path="transactions/describe-producers" ;;
@@ -42,7 +45,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -59,6 +62,23 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --command-config --output --help" -- "$cur")) ;;
+        "cluster")
+            COMPREPLY=($(compgen -W "start status --help" -- "$cur")) ;;
+        "cluster/start")
+            case "$prev" in
+                --brokers) COMPREPLY=(); return ;;
+                --zookeeper-port) COMPREPLY=(); return ;;
+                --base-port) COMPREPLY=(); return ;;
+                --dir) COMPREPLY=(); return ;;
+                --override) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--brokers --zookeeper-port --base-port --dir --override --help" -- "$cur")) ;;
+        "cluster/status")
+            case "$prev" in
+                --zookeeper) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--zookeeper --output --help" -- "$cur")) ;;
         "configs")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
