@@ -233,3 +233,32 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_anything_starts(tmp_path):
     assert result.stderr == f"Error: port {base + 1} for broker 1 is already in use on 127.0.0.1\n"
     assert result.stdout == ""
     assert not (tmp_path / "zookeeper").exists()
+
+
+def test_status_of_a_chroot_that_holds_no_cluster_is_one_line_and_creates_nothing(zookeeper_server):
+    connect = f"{zookeeper_server.connect}/no-cluster-here"
+    result = run_kcli("cluster", "status", "--zookeeper", connect)
+    assert result.returncode == 1, result
+    assert result.stderr == f"Error: no Kafka cluster at {connect}: the chroot /no-cluster-here does not exist\n"
+    zk = zk_client(zookeeper_server.connect)
+    try:
+        assert zk.exists("/no-cluster-here") is None
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_status_names_a_malformed_znode_and_reports_the_rest(zookeeper_server):
+    zk = zk_client(zookeeper_server.connect)
+    try:
+        zk.create("/malformed/brokers/ids/7", b"not json", makepath=True)
+        zk.create("/malformed/controller_epoch", b"4")
+        result = run_kcli("cluster", "status", "--zookeeper", f"{zookeeper_server.connect}/malformed")
+    finally:
+        zk.delete("/malformed", recursive=True)
+        zk.stop()
+        zk.close()
+    assert result.returncode == 1, result
+    assert result.lines == ["Brokers: 0", "Controller: none\tControllerEpoch: 4", "OfflinePartitions: 0"]
+    [problem] = result.stderr.splitlines()
+    assert problem.startswith("Error: skipped /brokers/ids/7: ")
