@@ -100,9 +100,9 @@ class ClusterLayout:
         for broker_id in range(self.brokers):
             port = self.broker_port(broker_id)
             if port in ports:
-                raise UsageError(f"port {port} is both broker {broker_id}'s and {ports[port]}'s: choose --zookeeper-port outside --base-port..--base-port+{self.brokers - 1}")
+                raise UsageError(f"port {port} is both broker {broker_id}'s and {ports[port]}'s: choose a --zookeeper-port outside {self.base_port}-{self.broker_port(self.brokers - 1)}")
             if port > 65535:
-                raise UsageError(f"broker {broker_id} would listen on port {port}: --base-port + --brokers must stay within 65536")
+                raise UsageError(f"broker {broker_id} would listen on port {port}: --base-port + --brokers must not exceed 65536")
             ports[port] = f"broker {broker_id}"
         return ports
 
@@ -201,7 +201,10 @@ class ClusterRunner:
 
     def run(self) -> int:
         check_ports_free(self.layout.ports())
-        self.layout.config_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.layout.config_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise KcliError(f"cannot use --dir {self.layout.directory}: {e.strerror}: {e.filename}") from None
         previous = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
             try:

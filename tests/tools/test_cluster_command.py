@@ -262,3 +262,17 @@ def test_status_names_a_malformed_znode_and_reports_the_rest(zookeeper_server):
     assert result.lines == ["Brokers: 0", "Controller: none\tControllerEpoch: 4", "OfflinePartitions: 0"]
     [problem] = result.stderr.splitlines()
     assert problem.startswith("Error: skipped /brokers/ids/7: ")
+
+
+def test_a_layout_that_cannot_work_is_one_line(inproc, tmp_path):
+    clash = inproc("cluster", "start", "--brokers", "2", "--zookeeper-port", "9093", "--base-port", "9092")
+    assert (clash.returncode, clash.stderr) == (
+        2, "Error: port 9093 is both broker 1's and ZooKeeper's: choose a --zookeeper-port outside 9092-9093\n")
+    beyond = inproc("cluster", "start", "--brokers", "2", "--base-port", "65535")
+    assert (beyond.returncode, beyond.stderr) == (
+        2, "Error: broker 1 would listen on port 65536: --base-port + --brokers must not exceed 65536\n")
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    not_a_dir = inproc("cluster", "start", "--zookeeper-port", str(free_port()), "--base-port", str(free_ports(3)), "--dir", str(a_file))
+    assert (not_a_dir.returncode, not_a_dir.stderr) == (
+        1, f"Error: cannot use --dir {a_file}: Not a directory: {a_file}/kcli-cluster\n")
