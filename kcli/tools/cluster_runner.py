@@ -168,15 +168,19 @@ class Child:
         last = next((line.strip() for line in reversed(self.log_text().splitlines()) if line.strip()), "")
         return f"{self.name} (pid {self.pid}) {how}" + (f": {last}" if last else "") + f" (log: {self.log_path})"
 
-    def stop(self, timeout: float) -> None:
-        """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds."""
+    def terminate(self) -> None:
         if self.running():
             self.process.send_signal(signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float) -> bool:
+        """Wait for the exit; SIGKILL after ``timeout`` seconds, and then False."""
         try:
             self.process.wait(timeout)
+            return True
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+            return False
 
 
 class ChildExited(KcliError):
@@ -265,14 +269,17 @@ class ClusterRunner:
 
     def _stop_all(self) -> None:
         """The brokers first (in parallel, each a controlled shutdown), then ZooKeeper."""
-        running = [broker for broker in self.brokers if broker.running()]
-        for broker in running:
-            broker.process.send_signal(signal.SIGTERM)
-        for broker in running:
-            broker.stop(BROKER_STOP_TIMEOUT_S)
+        for broker in self.brokers:
+            broker.terminate()
+        for broker in self.brokers:
+            self._await_stop(broker, BROKER_STOP_TIMEOUT_S)
         if self.zookeeper is not None:
-            self.zookeeper.stop(ZOOKEEPER_STOP_TIMEOUT_S)
+            self.zookeeper.terminate()
+            self._await_stop(self.zookeeper, ZOOKEEPER_STOP_TIMEOUT_S)
 
+    def _await_stop(self, child: Child, timeout: float) -> None:
+        if not child.wait_stopped(timeout):
+            self.out.diag(f"{child.name} (pid {child.pid}) did not stop within {timeout:.0f} s and was killed (log: {child.log_path})")
 
 def run_cluster(layout: ClusterLayout, overrides: list[str]) -> int:
     return ClusterRunner(layout, overrides, Output()).run()
