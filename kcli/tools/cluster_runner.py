@@ -211,20 +211,19 @@ class ClusterRunner:
             raise KcliError(f"cannot use --dir {self.layout.directory}: {e.strerror}: {e.filename}") from None
         previous = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
         try:
-            try:
-                self._start_zookeeper()
-                for broker_id in range(self.layout.brokers):
-                    self._spawn_broker(broker_id)
-                for broker_id, broker in enumerate(self.brokers):
-                    self._wait_started(broker, f"[KafkaServer id={broker_id}] started", BROKER_START_TIMEOUT_S)
-                    self.out.now(f"Broker {broker_id} started (pid {broker.pid}) on PLAINTEXT://{broker.address}")
-                self.out.now(f"Cluster of {self.layout.brokers} broker(s) running; Ctrl-C stops it")
-                while True:
-                    self._check()
-                    time.sleep(POLL_INTERVAL_S)
-            except Stopped:
-                self.out.now(f"Stopping {len(self.brokers)} broker(s), then ZooKeeper")
-                return 0
+            self._start_zookeeper()
+            for broker_id in range(self.layout.brokers):
+                self._spawn_broker(broker_id)
+            for broker_id, broker in enumerate(self.brokers):
+                self._wait_started(broker, f"[KafkaServer id={broker_id}] started", BROKER_START_TIMEOUT_S)
+                self.out.now(f"Broker {broker_id} started (pid {broker.pid}) on PLAINTEXT://{broker.address}")
+            self.out.now(f"Cluster of {self.layout.brokers} broker(s) running; Ctrl-C stops it")
+            while True:
+                self._check()
+                time.sleep(POLL_INTERVAL_S)
+        except Stopped:
+            self.out.now(f"Stopping {len(self.brokers)} broker(s), then ZooKeeper")
+            return 0
         finally:
             self._stop_all()
             for sig, handler in previous.items():
