@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
+from kcli.tools.cluster_runner import zookeeper_answers
 from tests.broker_process import BrokerProcess
 from tests.cluster.conftest import wait_until
 from tests.tools.conftest import run_kcli
@@ -54,9 +55,12 @@ def alive(pid: int) -> bool:
 class ClusterCommand:
     """``kcli cluster start`` in its own process; its stdout lines gathered as they come."""
 
-    def __init__(self, directory: Path, brokers: int) -> None:
+    def __init__(self, directory: Path, brokers: int, *, own_group: bool = False) -> None:
+        """``own_group``: the command leads a process group of its own, as a shell's foreground
+        job does, so that the test can send the group a terminal's Ctrl-C."""
         self.directory = directory
         self.brokers = brokers
+        self.own_group = own_group
         self.zookeeper_port = free_port()
         self.base_port = free_ports(brokers)
         self.lines: list[str] = []
@@ -78,7 +82,7 @@ class ClusterCommand:
              "--zookeeper-port", str(self.zookeeper_port), "--base-port", str(self.base_port),
              "--dir", str(self.directory), "--override", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, process_group=0 if self.own_group else None,
         )
         threading.Thread(target=self._read, daemon=True).start()
         wait_until(lambda: any(line.startswith("Cluster of") for line in self.lines) or self.process.poll() is not None, timeout=150)
@@ -117,8 +121,8 @@ class ClusterCommand:
 def cluster_command(tmp_path):
     commands: list[ClusterCommand] = []
 
-    def make(brokers: int) -> ClusterCommand:
-        command = ClusterCommand(tmp_path, brokers)
+    def make(brokers: int, **options) -> ClusterCommand:
+        command = ClusterCommand(tmp_path, brokers, **options)
         commands.append(command)
         return command.start()
 
@@ -209,6 +213,32 @@ def test_start_runs_zookeeper_and_brokers_that_serve_then_sigterm_stops_every_ch
     for broker_id in (0, 1):
         assert (tmp_path / f"kafka-logs{broker_id}" / ".kafka_cleanshutdown").is_file()
     assert cluster.lines[-1] == "Stopping 2 broker(s), then ZooKeeper"
+
+
+def test_ctrl_c_stops_the_brokers_while_zookeeper_runs_then_zookeeper(cluster_command, tmp_path):
+    cluster = cluster_command(2, own_group=True)
+    os.killpg(cluster.process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches its foreground group
+    assert cluster.wait() == 0, cluster.stderr
+    for name, pid in cluster.pids.items():
+        assert not alive(pid), name
+    # Had ZooKeeper stopped first (or with the brokers), their sessions would be in its data, and
+    # their registrations back with it for a session timeout; stopped first, they closed them.
+    restarted = subprocess.Popen(
+        [sys.executable, "-m", "kcli", "zookeeper", "start", str(tmp_path / "kcli-cluster" / "zookeeper.properties")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: zookeeper_answers(cluster.zookeeper_port) or restarted.poll() is not None, timeout=60)
+        zk = zk_client(cluster.zookeeper)
+        try:
+            assert zk.get_children("/brokers/ids") == []
+            assert zk.exists("/controller") is None
+        finally:
+            zk.stop()
+            zk.close()
+    finally:
+        restarted.terminate()
+        restarted.wait(30)
 
 
 def test_a_child_that_dies_is_reported_in_one_line_and_the_rest_stopped(cluster_command):
