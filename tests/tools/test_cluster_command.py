@@ -305,3 +305,22 @@ def test_a_layout_that_cannot_work_is_one_line(inproc, tmp_path):
     not_a_dir = inproc("cluster", "start", "--zookeeper-port", str(free_port()), "--base-port", str(free_ports(3)), "--dir", str(a_file))
     assert (not_a_dir.returncode, not_a_dir.stderr) == (
         1, f"Error: cannot use --dir {a_file}: Not a directory: {a_file}/kcli-cluster\n")
+
+
+def test_a_child_that_cannot_start_is_one_line_with_the_end_of_its_log(tmp_path):
+    # No Java anywhere: ZooKeeper's own command exits 1 naming the package to install.
+    env = {**os.environ, "PATH": str(tmp_path / "no-bin")}
+    env.pop("JAVA_HOME", None)
+    completed = subprocess.run(
+        [sys.executable, "-m", "kcli", "cluster", "start", "--brokers", "1", "--zookeeper-port", str(free_port()),
+         "--base-port", str(free_ports(1)), "--dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert completed.returncode == 1, completed
+    assert re.fullmatch(
+        r"Error: ZooKeeper \(pid \d+\) exited with status 1: Error: ZooKeeper needs a Java runtime and none was found "
+        r"\(JAVA_HOME or java on PATH\): apt-get install default-jre-headless \(log: .*/kcli-cluster/zookeeper\.log\)\n",
+        completed.stderr,
+    ), completed.stderr
+    assert completed.stdout == ""
+    assert not (tmp_path / "kafka-logs0").exists()  # no broker was started
