@@ -162,11 +162,13 @@ class Child:
             return ""
 
     def exit_report(self) -> str:
-        """One line: how the child ended, the last line of its log and where the log is."""
+        """One line: how the child ended, the last line of its log when it exited by itself (its
+        error), and where the log is."""
         status = self.process.returncode
-        how = f"was killed by {signal.Signals(-status).name}" if status < 0 else f"exited with status {status}"
+        if status < 0:
+            return f"{self.name} (pid {self.pid}) was killed by {signal.Signals(-status).name} (log: {self.log_path})"
         last = next((line.strip() for line in reversed(self.log_text().splitlines()) if line.strip()), "")
-        return f"{self.name} (pid {self.pid}) {how}" + (f": {last}" if last else "") + f" (log: {self.log_path})"
+        return f"{self.name} (pid {self.pid}) exited with status {status}" + (f": {last}" if last else "") + f" (log: {self.log_path})"
 
     def terminate(self) -> None:
         if self.running():
@@ -222,7 +224,10 @@ class ClusterRunner:
                 self._check()
                 time.sleep(POLL_INTERVAL_S)
         except Stopped:
-            self.out.now(f"Stopping {len(self.brokers)} broker(s), then ZooKeeper")
+            try:
+                self.out.now(f"Stopping {len(self.brokers)} broker(s), then ZooKeeper")
+            except OSError:  # the terminal is gone (SIGHUP): stop all the same
+                pass
             return 0
         finally:
             self._stop_all()
@@ -239,7 +244,7 @@ class ClusterRunner:
             if time.monotonic() > deadline:
                 raise KcliError(f"ZooKeeper did not answer on {self.layout.zookeeper_connect} within {ZOOKEEPER_START_TIMEOUT_S:.0f} s (log: {self.zookeeper.log_path})")
             time.sleep(POLL_INTERVAL_S)
-        self.out.now(f"ZooKeeper started (pid {self.zookeeper.pid}) on {self.layout.zookeeper_connect}")
+        self.out.now(f"ZooKeeper started (pid {self.zookeeper.pid}) on {self.zookeeper.address}")
 
     def _spawn_broker(self, broker_id: int) -> None:
         config = self.layout.config_dir / f"server-{broker_id}.properties"

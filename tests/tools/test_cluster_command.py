@@ -241,12 +241,13 @@ def test_ctrl_c_stops_the_brokers_while_zookeeper_runs_then_zookeeper(cluster_co
         restarted.wait(30)
 
 
-def test_a_child_that_dies_is_reported_in_one_line_and_the_rest_stopped(cluster_command):
+def test_a_child_that_dies_is_reported_in_one_line_and_the_rest_stopped(cluster_command, tmp_path):
     cluster = cluster_command(2)
     os.kill(cluster.pids["1"], signal.SIGKILL)
     assert cluster.wait() == 1
     assert len(cluster.stderr.splitlines()) == 1, cluster.stderr
-    assert cluster.stderr.startswith(f"Error: Broker 1 (pid {cluster.pids['1']}) was killed by SIGKILL")
+    assert cluster.stderr == (
+        f"Error: Broker 1 (pid {cluster.pids['1']}) was killed by SIGKILL (log: {tmp_path}/kcli-cluster/server-1.log)\n")
     for name, pid in cluster.pids.items():
         assert not alive(pid), name
 
