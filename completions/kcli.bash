@@ -16,6 +16,7 @@ _kcli() {
         case "$path/${COMP_WORDS[i]}" in
             "/broker") path="broker" ;;
             "/broker-api-versions") path="broker-api-versions" ;;
+            "/cluster") path="cluster" ;;
             "/configs") path="configs" ;;
             "/console-consumer") path="console-consumer" ;;
             "/console-producer") path="console-producer" ;;
@@ -33,6 +34,8 @@ _kcli() {
             "/zookeeper") path="zookeeper" ;;
             "/zookeeper-shell") path="zookeeper-shell" ;;
             "broker/start") path="broker/start" ;;
+            "cluster/start") path="cluster/start" ;;
+            "cluster/status") path="cluster/status" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
             "transactions/describe-producers") path="transactions/describe-producers" ;;
@@ -43,7 +46,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -60,6 +63,23 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --command-config --output --help" -- "$cur")) ;;
+        "cluster")
+            COMPREPLY=($(compgen -W "start status --help" -- "$cur")) ;;
+        "cluster/start")
+            case "$prev" in
+                --brokers) COMPREPLY=(); return ;;
+                --zookeeper-port) COMPREPLY=(); return ;;
+                --base-port) COMPREPLY=(); return ;;
+                --dir) COMPREPLY=(); return ;;
+                --override) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--brokers --zookeeper-port --base-port --dir --override --help" -- "$cur")) ;;
+        "cluster/status")
+            case "$prev" in
+                --zookeeper) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--zookeeper --output --help" -- "$cur")) ;;
         "configs")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

@@ -21,6 +21,7 @@ end
 # kcli
 complete -c kcli -n '__fish_use_subcommand' -a broker -d 'Run a Kafka-compatible broker'
 complete -c kcli -n '__fish_use_subcommand' -a broker-api-versions -d 'This tool helps to retrieve broker version information'
+complete -c kcli -n '__fish_use_subcommand' -a cluster -d 'Run a ZooKeeper and several brokers on this machine, and show a ZooKeeper-mode cluster\'s state'
 complete -c kcli -n '__fish_use_subcommand' -a configs -d 'Describe or change the configs of a topic, broker or broker logger'
 complete -c kcli -n '__fish_use_subcommand' -a console-consumer -d 'This tool helps to read data from Kafka topics and outputs it to standard output'
 complete -c kcli -n '__fish_use_subcommand' -a console-producer -d 'This tool helps to read data from standard input and publish it to Kafka'
@@ -55,6 +56,24 @@ complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l bootstr
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per broker'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l help -d 'Show this message and exit'
+
+# cluster
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -a start -d 'Start ZooKeeper and N brokers on 127.0.0.1 in the foreground, as the quickstart\'s server-N.properties (broker N on port BASE+N, log.dirs DIR/kafka-logsN, ZooKeeper\'s dataDir DIR/zookeeper); Ctrl-C or SIGTERM stops the brokers, then ZooKeeper'
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -a status -d 'List the registered brokers, the controller and the offline partitions (leader -1 or not a live broker), as ZooKeeper holds them'
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -l help -d 'Show this message and exit'
+
+# cluster start
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l brokers -x -d 'How many brokers (ids 0..N-1)'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l zookeeper-port -x -d 'ZooKeeper\'s client port'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l base-port -x -d 'Broker N listens on BASE+N'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l dir -x -d 'Where the log dirs, ZooKeeper\'s data and the cluster\'s config and log files go'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l override -x -d 'A broker property for every broker (key=value, repeatable), e.g'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
+
+# cluster status
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l zookeeper -x -d 'The cluster\'s ZooKeeper, HOST:PORT[/chroot]'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l output -x -a 'plain json' -d 'plain: lines; json: one JSON object'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l help -d 'Show this message and exit'
 
 # configs
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'

@@ -14,6 +14,7 @@ from kcli import __version__
 from kcli.tools import (
     broker,
     broker_api_versions,
+    cluster,
     complete_names,
     configs,
     console_consumer,
@@ -60,6 +61,7 @@ for tool in (
     broker,
     zookeeper,
     zookeeper_shell,
+    cluster,
     topics,
     console_producer,
     console_consumer,

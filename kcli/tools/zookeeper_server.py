@@ -79,7 +79,7 @@ def write_properties(path: Path, settings: Mapping[str, str]) -> None:
     path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: have the kernel send SIGTERM when the parent dies (Linux's prctl)."""
     pr_set_pdeathsig = 1
     try:
@@ -99,7 +99,7 @@ def run_zookeeper(properties_file: str | None) -> int:
             if not config.is_file():
                 raise KcliError(f"ZooKeeper properties file {properties_file} does not exist")
         command = server_command(config)
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
         stopping = False
 
         def stop(signum: int, _frame: object) -> None:
