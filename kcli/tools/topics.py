@@ -89,7 +89,7 @@ def topics(
     exclude_internal: Annotated[bool, typer.Option("--exclude-internal", help="With --list or --describe, leave out internal topics.")] = False,
     partition_size_limit_per_response: Annotated[Optional[int], typer.Option("--partition-size-limit-per-response", click_type=INT32, help="Accepted for compatibility; kcli describes partitions through Metadata.")] = None,
     force: Annotated[bool, typer.Option("--force", hidden=True, help="Accepted and ignored (Kafka 2.x).")] = False,
-    disable_rack_aware: Annotated[bool, typer.Option("--disable-rack-aware", hidden=True, help="With --zookeeper --create, place replicas without the brokers' racks (ignored with --bootstrap-server).")] = False,
+    disable_rack_aware: Annotated[bool, typer.Option("--disable-rack-aware", help="With --zookeeper --create, place replicas without the brokers' racks (ignored with --bootstrap-server).")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per topic (--list, --describe).")] = Format.plain,
 ) -> None:
     from kcli.output import Output
