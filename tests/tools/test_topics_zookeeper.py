@@ -210,6 +210,38 @@ def test_delete_is_carried_out_by_the_controller(kcli, brokers):
     assert topic not in kcli("topics", "--zookeeper", brokers.connect, "--list").lines
 
 
+def test_kafka_28_validation_messages(kcli, chroot):
+    connect, zk = chroot
+    register(zk, 0)
+    args = ("topics", "--zookeeper", connect)
+
+    def error(*more: str) -> list[str]:
+        result = kcli(*args, *more)
+        assert result.returncode == 1, result
+        return result.lines
+
+    assert error("--create", "--topic", "bad name!", "--replica-assignment", "0") == [
+        "Error while executing topic command : Topic name \"bad name!\" is illegal, it contains a character other than ASCII "
+        "alphanumerics, '.', '_' and '-'"
+    ]
+    assert error("--create", "--topic", "zero", "--partitions", "0", "--replication-factor", "1") == [
+        "Error while executing topic command : Number of partitions must be larger than 0."
+    ]
+    assert error("--create", "--topic", "zero", "--partitions", "1", "--replication-factor", "0") == [
+        "Error while executing topic command : Replication factor must be larger than 0."
+    ]
+    assert kcli(*args, "--create", "--topic", "__consumer_offsets", "--replica-assignment", "0").returncode == 0
+    assert error("--alter", "--topic", "__consumer_offsets", "--partitions", "2") == [
+        "Error while executing topic command : The number of partitions for the internal topic __consumer_offsets cannot be changed."
+    ]
+    assert error("--alter", "--topic", "nothing-here", "--partitions", "2") == [
+        "Error while executing topic command : Topic 'nothing-here' does not exist as expected"
+    ]
+    for action in ("--alter", "--delete"):
+        quiet = kcli(*args, action, "--topic", "nothing-here", "--if-exists", *(("--partitions", "2") if action == "--alter" else ()))
+        assert (quiet.returncode, quiet.stdout) == (0, "")
+
+
 def test_describe_filters_read_partition_states_and_live_brokers(kcli, chroot):
     connect, zk = chroot
     topic = fresh()
