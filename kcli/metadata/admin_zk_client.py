@@ -256,7 +256,7 @@ class AdminZkClient:
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Replication factor: {replication_factor} larger than available brokers: {len(racks)}.",
             )
-        placement = dict(start_index=start_index, start_partition_id=start_partition_id, rng=self._rng)
+        placement = {"start_index": start_index, "start_partition_id": start_partition_id, "rng": self._rng}
         if all(rack is None for rack in racks.values()):
             return assign_replicas_to_brokers(sorted(racks), num_partitions, replication_factor, **placement)
         return assign_replicas_rack_aware({b: r for b, r in racks.items() if r is not None}, num_partitions, replication_factor, **placement)

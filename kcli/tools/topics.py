@@ -218,15 +218,15 @@ def _check_args(given: dict[str, bool]) -> None:
     refuse("exclude-internal", ("list", "describe"))
 
 
-class _ActionFailed(Exception):
+class ActionFailed(Exception):
     def __init__(self, messages: list[str]) -> None:
         super().__init__(messages[0])
         self.messages = messages
 
 
-class _Failing:
-    """How a topic command reports a failed action: Kafka's line on stdout, the message on stderr,
-    exit 1. Subclasses set ``out``."""
+class TopicService:
+    """What Kafka's TopicService implementations share: a failed action prints Kafka's line on
+    stdout and the message on stderr, and exits 1. Subclasses set ``out``."""
 
     out: object
 
@@ -243,13 +243,13 @@ class _Failing:
 
         try:
             action()
-        except _ActionFailed as exc:
+        except ActionFailed as exc:
             self._fail(exc.messages)
         except KcliError as exc:
             self._fail([str(exc)])
 
 
-class _TopicCommand(_Failing):
+class _TopicCommand(TopicService):
     """Kafka's TopicService: each action over one admin session, opened on first use."""
 
     def __init__(self, out, settings, topic: str | None, topic_id: str | None, exclude_internal: bool, if_exists: bool) -> None:
@@ -297,7 +297,7 @@ class _TopicCommand(_Failing):
     def _ensure_found(self, found: list) -> None:
         if self.topic and not self.if_exists and not found:
             # Kafka 3.9 formats the Optional holding the name, hence "Optional[...]".
-            raise _ActionFailed([f"Topic 'Optional[{self.topic}]' does not exist as expected"])
+            raise ActionFailed([f"Topic 'Optional[{self.topic}]' does not exist as expected"])
 
     # -- create --------------------------------------------------------------------------------------
 
@@ -316,9 +316,9 @@ class _TopicCommand(_Failing):
         if "." in name or "_" in name:
             self.out.line(COLLISION_WARNING)
         if replication_factor is not None and not 1 <= replication_factor <= SHORT_MAX:
-            raise _ActionFailed([f"The replication factor must be between 1 and {SHORT_MAX} inclusive"])
+            raise ActionFailed([f"The replication factor must be between 1 and {SHORT_MAX} inclusive"])
         if partitions is not None and partitions < 1:
-            raise _ActionFailed(["The partitions must be greater than 0"])
+            raise ActionFailed(["The partitions must be greater than 0"])
         if assignment:
             new_topic = NewTopic(name, assignments=assignment, configs=overrides)
         else:
@@ -357,7 +357,7 @@ class _TopicCommand(_Failing):
         results = self._run(self.admin.create_partitions(changes))
         failed = [str(results[name]) for name in names if results.get(name) is not None]
         if failed:
-            raise _ActionFailed(failed)
+            raise ActionFailed(failed)
 
     # -- delete --------------------------------------------------------------------------------------
 
@@ -372,7 +372,7 @@ class _TopicCommand(_Failing):
         results = self._run(self.admin.delete_topics(names))
         failed = [str(results[name]) for name in names if results.get(name) is not None]
         if failed:
-            raise _ActionFailed(failed)
+            raise ActionFailed(failed)
 
     # -- list ----------------------------------------------------------------------------------------
 
@@ -411,7 +411,7 @@ class _TopicCommand(_Failing):
         if wanted_id is not None and wanted_id.int != 0:
             found = [info for info in infos.values() if info.topic_id == wanted_id]
             if not found and not self.if_exists:
-                raise _ActionFailed([f"TopicId '{self.topic_id}' does not exist as expected"])
+                raise ActionFailed([f"TopicId '{self.topic_id}' does not exist as expected"])
             descriptions = found
         else:
             names = self._matching(infos)
@@ -535,7 +535,7 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
             try:
                 brokers.append(parse_int(part))
             except ValueError:
-                raise _ActionFailed([f'For input string: "{part}"']) from None
+                raise ActionFailed([f'For input string: "{part}"']) from None
         seen: set[int] = set()
         duplicates = []
         for broker in brokers:
@@ -543,10 +543,10 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
                 duplicates.append(broker)
             seen.add(broker)
         if duplicates:
-            raise _ActionFailed(["Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates))])
+            raise ActionFailed(["Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates))])
         result[index] = brokers
         if len(brokers) != len(result[0]):
-            raise _ActionFailed([f"Partition {index} has different replication factor: [{', '.join(map(str, brokers))}]"])
+            raise ActionFailed([f"Partition {index} has different replication factor: [{', '.join(map(str, brokers))}]"])
     return result
 
 
@@ -555,7 +555,7 @@ def parse_topic_configs(items: list[str]) -> dict[str, str]:
     props: dict[str, str] = {}
     pairs = [split(item, r"\s*=\s*") for item in items]
     if not all(len(pair) == 2 for pair in pairs):
-        raise _ActionFailed(['requirement failed: Invalid topic config: all configs to be added must be in the format "key=val".'])
+        raise ActionFailed(['requirement failed: Invalid topic config: all configs to be added must be in the format "key=val".'])
     for key, value in pairs:
         props[key.strip()] = value.strip()
     return props

@@ -28,7 +28,13 @@ from __future__ import annotations
 
 import logging
 
-from kcli.tools.topics import COLLISION_WARNING, _ActionFailed, _Failing, parse_replica_assignment, parse_topic_configs
+from kcli.tools.topics import (
+    COLLISION_WARNING,
+    ActionFailed,
+    TopicService,
+    parse_replica_assignment,
+    parse_topic_configs,
+)
 
 # Kafka 2.8's TopicCommand opens its ZooKeeper session with these (zookeeper.connection.timeout.ms
 # and zookeeper.session.timeout.ms).
@@ -55,7 +61,7 @@ def open_store(connect: str):
     from kcli.metadata.zookeeper import ZooKeeperStore, split_connect
 
     hosts, chroot = split_connect(connect)
-    timeouts = dict(session_timeout_ms=ZK_SESSION_TIMEOUT_MS, connection_timeout_ms=ZK_CONNECTION_TIMEOUT_MS)
+    timeouts = {"session_timeout_ms": ZK_SESSION_TIMEOUT_MS, "connection_timeout_ms": ZK_CONNECTION_TIMEOUT_MS}
     if chroot is not None:
         bare = ZooKeeperStore(hosts, **timeouts).start()
         try:
@@ -67,7 +73,7 @@ def open_store(connect: str):
     return ZooKeeperStore(connect, **timeouts).start()
 
 
-class ZookeeperTopicService(_Failing):
+class ZookeeperTopicService(TopicService):
     """Kafka 2.8's ZookeeperTopicService over one ZooKeeper session."""
 
     def __init__(self, out, connect: str, topic: str | None, exclude_internal: bool, if_exists: bool) -> None:
@@ -112,7 +118,7 @@ class ZookeeperTopicService(_Failing):
 
     def _ensure_found(self, names: list[str]) -> list[str]:
         if self.topic is not None and not self.if_exists and not names:
-            raise _ActionFailed([f"Topic '{self.topic}' does not exist as expected"])
+            raise ActionFailed([f"Topic '{self.topic}' does not exist as expected"])
         return names
 
     def _configs(self, items: list[str]) -> dict[str, str]:
@@ -177,7 +183,7 @@ class ZookeeperTopicService(_Failing):
                 self.out.line(f"Updated config for topic {name}.")
             if partitions is not None:
                 if is_internal(name):
-                    raise _ActionFailed([f"The number of partitions for the internal topic {name} cannot be changed."])
+                    raise ActionFailed([f"The number of partitions for the internal topic {name} cannot be changed."])
                 self.out.line(PARTITIONS_WARNING)
                 self.admin.zk_add_partitions(name, partitions, self.admin.zk_broker_racks(), assignment)
                 self.out.line("Adding partitions succeeded!")
@@ -230,7 +236,7 @@ class ZookeeperTopicService(_Failing):
 
         for name in self._ensure_found(self._topics()):
             if is_internal(name):
-                raise _ActionFailed([f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."])
+                raise ActionFailed([f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."])
             try:
                 self.admin.zk_mark_for_deletion(name)
             except NodeExistsError:
