@@ -316,7 +316,7 @@ complete -c kcli -n '__fish_seen_subcommand_from stats' -l help -d 'Show this me
 # topics
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l zookeeper -x -d 'ZooKeeper mode (Kafka 2.x): not available yet'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l zookeeper -x -d 'HOST:PORT[/chroot]: act on the cluster\'s znodes as Kafka 2.8\'s tool does (instead of --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l list -d 'List all available topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l describe -d 'List details for the given topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l create -d 'Create a new topic'
@@ -324,8 +324,8 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l alter -d 'Alter the 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l delete -d 'Delete a topic'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l topic -x -a '(__kcli_names topics)' -d 'The topic to create, alter, describe or delete; a regular expression except with --create'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l topic-id -x -d 'The topic id to describe'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l config -x -d 'A topic config override name=value for the topic being created (repeatable)'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l delete-config -x -d 'Not supported with --bootstrap-server (as in Kafka): use kcli configs'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l config -x -d 'A topic config override name=value for the topic being created (or altered, with --zookeeper) (repeatable)'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l delete-config -x -d 'With --zookeeper --alter, a topic config override to remove (repeatable); with --bootstrap-server use kcli configs'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partitions -x -d 'The number of partitions of the topic being created or altered; the broker\'s default when creating without it'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l replication-factor -x -d 'The replication factor of the topic being created; the broker\'s default without it'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l replica-assignment -x -d 'Manual assignment for the topic being created or altered: b1:b2,b3:b4,'
@@ -338,6 +338,7 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l if-exists -d 'With -
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l if-not-exists -d 'With --create, create only if the topic does not exist'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 'With --list or --describe, leave out internal topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l disable-rack-aware -d 'With --zookeeper --create, place replicas without the brokers\' racks (ignored with --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
 

@@ -1,6 +1,7 @@
 """Where a new partition's replicas go, and the checks of an assignment given by hand.
 
-Kafka's ``AdminUtils.assignReplicasToBrokers`` (rack-unaware), the KRaft controller's checks of a
+Kafka's ``AdminUtils.assignReplicasToBrokers`` (rack-unaware, and rack-aware as the ZooKeeper-era
+tools place a new topic's replicas when the brokers have racks), the KRaft controller's checks of a
 manual assignment for CreateTopics, and the ZooKeeper-mode placement and checks of
 CreatePartitions, with Kafka's error codes and messages.
 """
@@ -59,6 +60,51 @@ def assign_replicas_to_brokers(
         leader_index = (partition + first_index) % count
         followers = (brokers[_follower_index(leader_index, shift, j, count)] for j in range(replication_factor - 1))
         assignment[partition] = (brokers[leader_index], *followers)
+        partition += 1
+    return assignment
+
+
+def assign_replicas_rack_aware(
+    racks: Mapping[int, str],
+    num_partitions: int,
+    replication_factor: int,
+    *,
+    start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Kafka's rack-aware AdminUtils placement over ``racks`` (broker id -> rack).
+
+    The brokers are taken one rack at a time (racks by name, brokers by id within a rack); the
+    replicas of a partition then follow as in the rack-unaware placement, at a shift scaled by the
+    number of racks, skipping a broker whose rack already holds a replica while a rack holds none,
+    or that already holds one while a broker holds none.
+    """
+    by_rack: dict[str, list[int]] = {}
+    for broker in sorted(racks):
+        by_rack.setdefault(racks[broker], []).append(broker)
+    columns = [by_rack[rack] for rack in sorted(by_rack)]
+    arranged = [column[row] for row in range(max(map(len, columns))) for column in columns if row < len(column)]
+    count, rack_count = len(arranged), len(columns)
+    chooser = rng if rng is not None else random
+    first_index = start_index if start_index >= 0 else chooser.randrange(count)
+    shift = start_index if start_index >= 0 else chooser.randrange(count)
+    partition = max(0, start_partition_id)
+    assignment: dict[int, tuple[int, ...]] = {}
+    for _ in range(num_partitions):
+        if partition > 0 and partition % count == 0:
+            shift += 1
+        leader_index = (partition + first_index) % count
+        replicas = [arranged[leader_index]]
+        racks_used, step = {racks[replicas[0]]}, 0
+        while len(replicas) < replication_factor:
+            broker = arranged[_follower_index(leader_index, shift * rack_count, step, count)]
+            step += 1
+            rack = racks[broker]
+            if (rack not in racks_used or len(racks_used) == rack_count) and (broker not in replicas or len(replicas) == count):
+                replicas.append(broker)
+                racks_used.add(rack)
+        assignment[partition] = tuple(replicas)
         partition += 1
     return assignment
 
