@@ -16,6 +16,7 @@ _kcli() {
         case "$path/${COMP_WORDS[i]}" in
             "/broker") path="broker" ;;
             "/broker-api-versions") path="broker-api-versions" ;;
+            "/cluster") path="cluster" ;;
             "/configs") path="configs" ;;
             "/console-consumer") path="console-consumer" ;;
             "/console-producer") path="console-producer" ;;
@@ -30,17 +31,22 @@ _kcli() {
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
             "/transactions") path="transactions" ;;
+            "/zookeeper") path="zookeeper" ;;
+            "/zookeeper-shell") path="zookeeper-shell" ;;
             "broker/start") path="broker/start" ;;
+            "cluster/start") path="cluster/start" ;;
+            "cluster/status") path="cluster/status" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
             "transactions/describe-producers") path="transactions/describe-producers" ;;
             "transactions/find-hanging") path="transactions/find-hanging" ;;
             "transactions/list") path="transactions/list" ;;
+            "zookeeper/start") path="zookeeper/start" ;;
         esac
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -57,6 +63,23 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --command-config --output --help" -- "$cur")) ;;
+        "cluster")
+            COMPREPLY=($(compgen -W "start status --help" -- "$cur")) ;;
+        "cluster/start")
+            case "$prev" in
+                --brokers) COMPREPLY=(); return ;;
+                --zookeeper-port) COMPREPLY=(); return ;;
+                --base-port) COMPREPLY=(); return ;;
+                --dir) COMPREPLY=(); return ;;
+                --override) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--brokers --zookeeper-port --base-port --dir --override --help" -- "$cur")) ;;
+        "cluster/status")
+            case "$prev" in
+                --zookeeper) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--zookeeper --output --help" -- "$cur")) ;;
         "configs")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -268,7 +291,7 @@ _kcli() {
                 --partition-size-limit-per-response) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --help" -- "$cur")) ;;
         "transactions")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -311,6 +334,12 @@ _kcli() {
                 --duration-filter) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--duration-filter --help" -- "$cur")) ;;
+        "zookeeper")
+            COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
+        "zookeeper/start")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+        "zookeeper-shell")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _kcli kcli

@@ -21,6 +21,7 @@ end
 # kcli
 complete -c kcli -n '__fish_use_subcommand' -a broker -d 'Run a Kafka-compatible broker'
 complete -c kcli -n '__fish_use_subcommand' -a broker-api-versions -d 'This tool helps to retrieve broker version information'
+complete -c kcli -n '__fish_use_subcommand' -a cluster -d 'Run a ZooKeeper and several brokers on this machine, and show a ZooKeeper-mode cluster\'s state'
 complete -c kcli -n '__fish_use_subcommand' -a configs -d 'Describe or change the configs of a topic, broker or broker logger'
 complete -c kcli -n '__fish_use_subcommand' -a console-consumer -d 'This tool helps to read data from Kafka topics and outputs it to standard output'
 complete -c kcli -n '__fish_use_subcommand' -a console-producer -d 'This tool helps to read data from standard input and publish it to Kafka'
@@ -35,6 +36,8 @@ complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool 
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
 complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
+complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
+complete -c kcli -n '__fish_use_subcommand' -a zookeeper-shell -d 'Run ZooKeeper\'s command-line client (zkCli) against HOST:PORT[/chroot]: one command (ls, get, stat, create, set, delete, deleteall, getAcl, sync, ...) and exit, or an interactive shell reading commands from stdin'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
 
@@ -53,6 +56,24 @@ complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l bootstr
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per broker'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l help -d 'Show this message and exit'
+
+# cluster
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -a start -d 'Start ZooKeeper and N brokers on 127.0.0.1 in the foreground, as the quickstart\'s server-N.properties (broker N on port BASE+N, log.dirs DIR/kafka-logsN, ZooKeeper\'s dataDir DIR/zookeeper); Ctrl-C or SIGTERM stops the brokers, then ZooKeeper'
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -a status -d 'List the registered brokers, the controller and the offline partitions (leader -1 or not a live broker), as ZooKeeper holds them'
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -l help -d 'Show this message and exit'
+
+# cluster start
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l brokers -x -d 'How many brokers (ids 0..N-1)'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l zookeeper-port -x -d 'ZooKeeper\'s client port'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l base-port -x -d 'Broker N listens on BASE+N'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l dir -x -d 'Where the log dirs, ZooKeeper\'s data and the cluster\'s config and log files go'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l override -x -d 'A broker property for every broker (key=value, repeatable), e.g'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
+
+# cluster status
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l zookeeper -x -d 'The cluster\'s ZooKeeper, HOST:PORT[/chroot]'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l output -x -a 'plain json' -d 'plain: lines; json: one JSON object'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l help -d 'Show this message and exit'
 
 # configs
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
@@ -295,7 +316,7 @@ complete -c kcli -n '__fish_seen_subcommand_from stats' -l help -d 'Show this me
 # topics
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l zookeeper -x -d 'ZooKeeper mode (Kafka 2.x): not available yet'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l zookeeper -x -d 'HOST:PORT[/chroot]: act on the cluster\'s znodes as Kafka 2.8\'s tool does (instead of --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l list -d 'List all available topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l describe -d 'List details for the given topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l create -d 'Create a new topic'
@@ -303,8 +324,8 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l alter -d 'Alter the 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l delete -d 'Delete a topic'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l topic -x -a '(__kcli_names topics)' -d 'The topic to create, alter, describe or delete; a regular expression except with --create'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l topic-id -x -d 'The topic id to describe'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l config -x -d 'A topic config override name=value for the topic being created (repeatable)'
-complete -c kcli -n '__fish_seen_subcommand_from topics' -l delete-config -x -d 'Not supported with --bootstrap-server (as in Kafka): use kcli configs'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l config -x -d 'A topic config override name=value for the topic being created (or altered, with --zookeeper) (repeatable)'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l delete-config -x -d 'With --zookeeper --alter, a topic config override to remove (repeatable); with --bootstrap-server use kcli configs'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partitions -x -d 'The number of partitions of the topic being created or altered; the broker\'s default when creating without it'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l replication-factor -x -d 'The replication factor of the topic being created; the broker\'s default without it'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l replica-assignment -x -d 'Manual assignment for the topic being created or altered: b1:b2,b3:b4,'
@@ -317,6 +338,7 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l if-exists -d 'With -
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l if-not-exists -d 'With --create, create only if the topic does not exist'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 'With --list or --describe, leave out internal topics'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l disable-rack-aware -d 'With --zookeeper --create, place replicas without the brokers\' racks (ignored with --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
 
@@ -360,3 +382,13 @@ complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_s
 # transactions list
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l duration-filter -x -d 'Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l help -d 'Show this message and exit'
+
+# zookeeper
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -a start -d 'Start ZooKeeper in the foreground with a zookeeper.properties file (default: Kafka\'s config/zookeeper.properties: dataDir=/tmp/zookeeper, clientPort=2181)'
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -l help -d 'Show this message and exit'
+
+# zookeeper start
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
+
+# zookeeper-shell
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper-shell' -l help -d 'Show this message and exit'

@@ -14,6 +14,7 @@ from kcli import __version__
 from kcli.tools import (
     broker,
     broker_api_versions,
+    cluster,
     complete_names,
     configs,
     console_consumer,
@@ -29,6 +30,8 @@ from kcli.tools import (
     stats,
     topics,
     transactions,
+    zookeeper,
+    zookeeper_shell,
 )
 
 app = typer.Typer(
@@ -56,6 +59,9 @@ def _root(
 
 for tool in (
     broker,
+    zookeeper,
+    zookeeper_shell,
+    cluster,
     topics,
     console_producer,
     console_consumer,

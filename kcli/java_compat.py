@@ -8,6 +8,7 @@ line or a flag means. Every layer may import this module; it imports nothing of 
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 import re
@@ -212,3 +213,14 @@ def parse_int(text: str, bounds: tuple[int, int] = (INT_MIN, INT_MAX)) -> int:
 def parse_long(text: str) -> int:
     """Java's ``Long.parseLong``: ``parse_int`` over 64 bits."""
     return parse_int(text, (LONG_MIN, LONG_MAX))
+
+
+_DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def date_to_string(epoch_ms: int) -> str:
+    """``new java.util.Date(epoch_ms).toString()``: ``EEE MMM dd HH:mm:ss zzz yyyy`` in the local
+    time zone with English names whatever the locale, e.g. ``Thu Jan 01 00:00:00 UTC 1970``."""
+    when = datetime.datetime.fromtimestamp(epoch_ms / 1000).astimezone()
+    return f"{_DAY_NAMES[when.weekday()]} {_MONTH_NAMES[when.month - 1]} {when:%d %H:%M:%S} {when.tzname()} {when.year}"

@@ -28,3 +28,16 @@ def kcli_run(capsys) -> Callable[..., tuple[int, list[str], list[str]]]:
         return code, captured.out.splitlines(), captured.err.splitlines()
 
     return run
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory):
+    """One real ZooKeeper server (Debian's package, run by ``kcli zookeeper start``) for the
+    session's tests; each test keeps to a chroot of its own."""
+    from tests.zookeeper_process import ZooKeeperProcess
+
+    server = ZooKeeperProcess(tmp_path_factory.mktemp("zookeeper")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -24,9 +24,17 @@ from kcli.broker.fetch_sessions import FetchSessionCache
 from kcli.broker.groups.coordinator import GroupCoordinator
 from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
-from kcli.broker.metadata import zk_paths
-from kcli.broker.metadata.cluster import ClusterMetadata, TopicChange, TopicInfo
-from kcli.broker.metadata.embedded import EmbeddedStore
+from kcli.metadata import zk_paths
+from kcli.broker.controller.kafka_controller import KafkaController
+from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.metadata_thread import MetadataThread
+from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.metadata.admin_zk_client import AdminZkClient
+from kcli.metadata.topics import TopicChange, TopicInfo
+from kcli.metadata.zk_client import KafkaZkClient
+from kcli.metadata.embedded import EmbeddedStore
+from kcli.metadata.store import MetadataStore, MetadataStoreError
+from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server, ServerSettings
@@ -56,7 +64,11 @@ class Broker:
         self.cluster_id: str | None = None
         self.registry = load_registry()
         self.log_manager: LogManager | None = None
-        self.metadata: ClusterMetadata | None = None
+        self.zk_client: KafkaZkClient | None = None
+        self.metadata: MetadataCache | None = None
+        self.admin_manager: ZkAdminManager | None = None
+        self.controller: KafkaController | None = None
+        self.metadata_thread: MetadataThread | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
@@ -67,6 +79,7 @@ class Broker:
         self._default_log_config: LogConfig = config.log_config()
         self._tasks: list[asyncio.Task] = []
         self._logs_loaded = False
+        self._registration: tuple = ((), None)
         self._stopped = asyncio.Event()
 
     @property
@@ -86,37 +99,86 @@ class Broker:
             producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
             load=False,
         )
-        store = EmbeddedStore(self.log_dirs[0])
-        self.metadata = ClusterMetadata(
-            store,
-            default_num_partitions=self.config.get("num.partitions"),
-            default_replication_factor=self.config.get("default.replication.factor"),
-            new_partitions_check=self._check_open_file_budget,
+        self.metadata_thread = thread = MetadataThread(loop)
+        store = await thread.call(self._open_metadata_store)
+        self.zk_client = KafkaZkClient(store)
+        await thread.call(self.zk_client.create_top_level_paths)
+        self.metadata = MetadataCache(self.zk_client, thread)
+        self.admin_manager = ZkAdminManager(
+            AdminZkClient(
+                self.zk_client,
+                default_num_partitions=self.config.get("num.partitions"),
+                default_replication_factor=self.config.get("default.replication.factor"),
+                new_partitions_check=self._check_open_file_budget,
+            ),
+            self.metadata,
         )
-        self.metadata.start()
-        self.cluster_id = self.metadata.get_or_create_cluster_id()
+        self.controller = KafkaController(self.zk_client, self.id, thread)
+        await thread.call(self.metadata.start)
+        self.cluster_id = await thread.call(self.zk_client.get_or_create_cluster_id)
+        await thread.call(self.zk_client.check_broker_id_free, self.id)
         self._check_meta_properties()
         self._check_open_file_limit()
         self._default_log_config = self.log_manager.default_config = self.effective_config().log_config()
         await loop.run_in_executor(None, self.log_manager.load_logs)
         self._logs_loaded = True
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
-        self.replica_manager = ReplicaManager(self.id, self.log_manager)
-        self.producer_ids = ProducerIdManager(store, self.id)
-        self.metadata.become_controller(self.id)
+        self.replica_manager = ReplicaManager(self.id, self.log_manager, self.metadata)
+        self.producer_ids = ProducerIdManager(store, self.id, thread)
+        self.producer_ids.prefetch()
+        # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
+        # for controller (a controller counts the brokers registered), take up the partitions
+        # this broker leads, and only then accept requests.
+        for listener_name, host, port in self.config.listeners:
+            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False)))
+        endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
+        self._registration = (endpoints, self.config.get("broker.rack"))
+        await thread.call(self._register)
+        store.on_new_session(lambda: thread.submit(self._on_new_session))
+        await thread.call(self.controller.startup)
         for topic in self.metadata.topics().values():
             self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
         self.group_coordinator = start_group_coordinator(self)
         self.transaction_coordinator = start_transaction_coordinator(self)
-        for listener_name, host, port in self.config.listeners:
-            bound_host, bound_port = await self.server.listen(host, port, listener_name)
+        for _, bound_host, bound_port in self.endpoints:
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
-            self.endpoints.append((listener_name, bound_host, bound_port))
-        endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
-        self.metadata.register_broker(self.id, endpoints, rack=self.config.get("broker.rack"))
+        self.server.start_accepting()
         self._schedule_periodic_work()
         log.info("[KafkaServer id=%d] started", self.id)
+
+    def _open_metadata_store(self) -> MetadataStore:
+        """ZooKeeper when ``zookeeper.connect`` is set, else the embedded tree in the first log dir."""
+        connect = self.config.get("zookeeper.connect")
+        if not connect:
+            return EmbeddedStore(self.log_dirs[0])
+        store = ZooKeeperStore(
+            connect,
+            session_timeout_ms=self.config.get("zookeeper.session.timeout.ms"),
+            connection_timeout_ms=self.config.get("zookeeper.connection.timeout.ms"),
+        )
+        log.info("Connecting to zookeeper on %s", connect)
+        try:
+            return store.start()
+        except MetadataStoreError as e:
+            raise KcliError(str(e)) from None
+
+    def _register(self) -> None:
+        """``/brokers/ids/<id>``, on the metadata thread."""
+        endpoints, rack = self._registration
+        self.zk_client.register_broker(self.id, endpoints, rack=rack)
+        log.info("Registered broker %d at path %s with addresses: %s", self.id, zk_paths.broker_id_path(self.id),
+                 ",".join(f"{e.listener_name}://{e.host}:{e.port}" for e in endpoints))
+
+    def _on_new_session(self) -> None:
+        """After a ZooKeeper session expired: register again and run for controller again, as
+        Kafka's broker does in its session handlers (the old session's ephemerals are gone)."""
+        self.controller.resign()
+        try:
+            self._register()
+        except KcliError as e:
+            log.error("Could not register again after a new ZooKeeper session: %s", e)
+        self.controller.try_elect()
 
     def advertised_endpoints(self) -> list[tuple[str, str, int]]:
         """(listener name, host, port) clients should use: advertised.listeners, ports as bound."""
@@ -154,9 +216,8 @@ class Broker:
     def live_brokers(self) -> list[BrokerAddress]:
         """Every registered broker at its first advertised endpoint."""
         result = []
-        for broker_id in self.metadata.registered_brokers():
-            registration = self.metadata.broker_registration(broker_id)
-            if registration is not None and registration.endpoints:
+        for broker_id, registration in self.metadata.alive_brokers().items():
+            if registration.endpoints:
                 endpoint = registration.endpoints[0]
                 result.append(BrokerAddress(broker_id, endpoint.host, endpoint.port, registration.rack))
         return result
@@ -165,8 +226,8 @@ class Broker:
         controller = self.metadata.controller_id()
         return -1 if controller is None else controller
 
-    def auto_create_topic(self, name: str) -> TopicInfo:
-        topic = self.metadata.create_topic(name, config_validator=self.validate_topic_configs)
+    async def auto_create_topic(self, name: str) -> TopicInfo:
+        topic = await self.admin_manager.create_topic(name, config_validator=self.validate_topic_configs)
         log.info("Auto-created topic %s with %d partition(s)", name, len(topic.partitions))
         return topic
 
@@ -246,7 +307,7 @@ class Broker:
 
     def _host_topic(self, topic: TopicInfo) -> None:
         for index, state in topic.partitions.items():
-            if self.id in state.replicas:
+            if state.leader == self.id:
                 try:
                     self.replica_manager.become_leader(
                         topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
@@ -263,6 +324,11 @@ class Broker:
             self.fetch_sessions.remove_topic(name)
             return
         self._host_topic(topic)
+        # Partitions this broker led and leads no more (offline, or led elsewhere) stop here;
+        # their logs stay.
+        lost = [index for index in hosted if index not in topic.partitions or topic.partitions[index].leader != self.id]
+        if lost:
+            self.replica_manager.stop_replicas(name, lost, delete=False)
         self.replica_manager.update_config(name)
 
     # -- periodic work -----------------------------------------------------------------------------
@@ -315,8 +381,19 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.controller is not None:
+            self.controller.shutdown()
         if self.metadata is not None:
             self.metadata.close()
+        if self.zk_client is not None:
+            try:
+                await self.metadata_thread.call(self.zk_client.store.close)
+            except OSError as e:
+                # The embedded tree could not record the end of the session (a full disk): its
+                # ephemeral nodes are never persisted, so they end with the process all the same.
+                log.warning("Could not close the metadata store cleanly: %s", e)
+        if self.metadata_thread is not None:
+            self.metadata_thread.close()
         if self.log_manager is not None:
             # Only logs that were loaded (recovered) may be marked cleanly shut down.
             finish = self.log_manager.shutdown if self._logs_loaded else self.log_manager.abandon

@@ -1,13 +1,52 @@
-"""What the group and the transaction coordinators share about hosting: which partitions of their
-internal topic (``__consumer_offsets``, ``__transaction_state``) this broker leads, and following
-that topic's changes on the broker's event loop (metadata changes may be told from other threads).
+"""What the group and the transaction coordinators share about hosting: their internal topic
+(``__consumer_offsets``, ``__transaction_state``) created on first use as Kafka creates it, which
+of its partitions this broker leads, and following that topic's changes on the broker's event
+loop (metadata changes may be told from other threads).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from kcli.errors import ErrorCode, KafkaError, KcliError
+
+log = logging.getLogger("kcli.broker")
+
+# The last failure to create each internal topic: clients look their coordinator up every few
+# hundred milliseconds, so a failure is logged once, not per lookup.
+_last_creation_failure: dict[str, str] = {}
+
+
+async def internal_topic(
+    broker: Any, name: str, what: str, partitions_config: str, replication_config: str, configs: Mapping[str, str]
+) -> Any:
+    """The internal topic ``name``, created when it does not exist yet with the partition count
+    and replication factor of the two broker configs named; COORDINATOR_NOT_AVAILABLE (which
+    clients retry) when it cannot be created."""
+    existing = broker.metadata.topic(name)
+    if existing is not None:
+        return existing
+    config = broker.config
+    try:
+        topic = await broker.admin_manager.create_topic(
+            name, config.get(partitions_config), config.get(replication_config), configs=dict(configs)
+        )
+    except (KcliError, OSError) as e:  # OSError: the metadata could not be written (a full disk)
+        if getattr(e, "error_code", None) == ErrorCode.TOPIC_ALREADY_EXISTS:
+            existing = broker.metadata.topic(name)
+            if existing is not None:
+                return existing
+        message = f"Could not create the {what} {name}: {e}"
+        if _last_creation_failure.get(name) != message:
+            _last_creation_failure[name] = message
+            log.warning("%s (%s=%s)", message, replication_config, config.get(replication_config))
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message) from None
+    _last_creation_failure.pop(name, None)
+    log.info("Created the %s %s with %d partition(s)", what, name, len(topic.partitions))
+    return topic
 
 
 def led_partitions(broker: Any, topic_name: str) -> list[int]:

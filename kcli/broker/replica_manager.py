@@ -70,9 +70,11 @@ class Partition:
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager) -> None:
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata=None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
+        # The broker's MetadataCache: tells a partition led elsewhere from an unknown one.
+        self.metadata = metadata
         self._partitions: dict[TopicPartition, Partition] = {}
         self._by_id: dict[uuid.UUID, str] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
@@ -116,6 +118,14 @@ class ReplicaManager:
         if found is None:
             if self.log_manager.is_partition_offline(topic, index):
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"The log of {topic}-{index} is in an offline log dir")
+            info = self.metadata.topic(topic) if self.metadata is not None else None
+            if info is not None and index in info.partitions:
+                # Kafka's ReplicaManager.getPartitionOrError: the partition exists, led elsewhere
+                # (or by nobody while it is offline).
+                raise KafkaError(
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    f"Broker {self.broker_id} is not the leader of {topic}-{index}",
+                )
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return found
 

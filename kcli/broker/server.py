@@ -170,8 +170,10 @@ class Server:
         self._idle.set()
         self._reaper: asyncio.TimerHandle | None = None
 
-    async def listen(self, host: str, port: int, listener_name: str = "PLAINTEXT") -> tuple[str, int]:
-        """Start accepting on (host, port); returns the bound address (port 0 picks a free one)."""
+    async def listen(self, host: str, port: int, listener_name: str = "PLAINTEXT", *, accept: bool = True) -> tuple[str, int]:
+        """Bind (host, port) and start accepting, or with ``accept=False`` only bind until
+        ``start_accepting`` (connections wait in the backlog); returns the bound address (port 0
+        picks a free one)."""
         loop = asyncio.get_running_loop()
         if host:
             sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=self.settings.listen_backlog)
@@ -182,10 +184,16 @@ class Server:
         sock.setblocking(False)
         listener = _Listener(listener_name.upper(), sock)
         self._listeners.append(listener)
-        self._resume_accepting(listener)
+        if accept:
+            self._resume_accepting(listener)
         self._schedule_reaper(loop)
         bound = sock.getsockname()
         return bound[0], bound[1]
+
+    def start_accepting(self) -> None:
+        for listener in self._listeners:
+            if not listener.accepting and not listener.closed:
+                self._resume_accepting(listener)
 
     def stop_accepting(self) -> None:
         loop = asyncio.get_running_loop()
@@ -372,8 +380,8 @@ class Server:
                 if api_key == framing.API_VERSIONS_KEY:
                     return self._unsupported_api_versions(correlation_id)
                 raise CloseConnection(f"{api.name} version {api_version} is not served (versions {api.min_version}-{api.max_version})")
-            flexible = messages.is_flexible(api_key, api_version)
-            header, body_offset = framing.decode_request_header(frame, flexible)
+            header_version = messages.request_header_version(api_key, api_version)
+            header, body_offset = framing.decode_request_header(frame, header_version == 2, with_client_id=header_version > 0)
         except framing.InvalidRequest as e:
             raise CloseConnection(str(e)) from None
         try:

@@ -19,13 +19,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-import functools
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
-
-from kio.schema.index import schema_name_map
 
 from kcli.client.connection import CLIENT_MAX_VERSIONS, error_code
 from kcli.client.metadata import Node, TopicInfo
@@ -639,7 +636,7 @@ def usable_version(api_key: int, broker_min: int, broker_max: int) -> int | str:
     of the Java client's latest version). When there is none, why: "node too new" (the broker's
     lowest version is above kcli's highest), "node too old" (the broker's highest is below kcli's
     lowest) or "unknown to kcli" (kcli knows no version of the API)."""
-    known = _known_versions(api_key)
+    known = messages.known_versions(api_key)
     if not known:
         return "unknown to kcli"
     cap = CLIENT_MAX_VERSIONS.get(api_key, known[-1])
@@ -647,12 +644,6 @@ def usable_version(api_key: int, broker_min: int, broker_max: int) -> int | str:
     if usable:
         return usable[-1]
     return "node too new" if broker_min > cap else "node too old"
-
-
-@functools.cache
-def _known_versions(api_key: int) -> tuple[int, ...]:
-    name = messages.api_name(api_key)
-    return tuple(sorted(schema_name_map.get(name, {}))) if name is not None else ()
 
 
 def _retriable(error: KafkaError | None) -> bool:

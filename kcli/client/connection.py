@@ -7,7 +7,7 @@ the same call works against kcli and against Apache Kafka 2.x-3.x brokers.
 
 Requests are version-independent mappings of field names (``mapping_encoder`` writes the fields the
 chosen version has and zeroes the ones the mapping lacks); answers are kio's response entities of
-the version that was sent.
+the version that was sent, or for an API kio lacks, entities of the same shape (``stated_apis``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,14 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from kio.serial import entity_reader
-
 from kcli import __version__
 from kcli.errors import ErrorCode, KafkaError
 from kcli.network.frame_stream import FrameStream
-from kcli.protocol import framing, mapping_encoder, messages
+from kcli.protocol import framing, mapping_encoder, messages, stated_apis
 
 _SIZE = struct.Struct(">i")
 _FRAMED_HEADER = struct.Struct(">ihhih")  # size, then request header v1
+_FRAMED_HEADER_V0 = struct.Struct(">ihhi")  # size, then request header v0 (no client id)
 _ERROR_CODE = struct.Struct(">h")
 API_VERSIONS = 18
 # The largest answer frame the client reads (librdkafka's receive.message.max.bytes default). A
@@ -74,6 +73,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     61: 0,  # DescribeProducers
     65: 0,  # DescribeTransactions
     66: 1,  # ListTransactions
+    # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown: every version kcli states.
+    **stated_apis.highest_versions(),
 }
 
 
@@ -240,11 +241,15 @@ class BrokerConnection:
             raise BrokerUnreachable(f"connection to {self.address} is closed: {_reason(self._failure)}")
         correlation_id = next(self._correlation)
         client_id = self._client_id_bytes
-        flexible = messages.is_flexible(api_key, version)
-        size = 10 + len(client_id) + flexible + sum(map(len, body))
-        header = _FRAMED_HEADER.pack(size, api_key, version, correlation_id, len(client_id)) + client_id
-        if flexible:
-            header += b"\0"
+        header_version = messages.request_header_version(api_key, version)
+        if header_version == 0:
+            header = _FRAMED_HEADER_V0.pack(8 + sum(map(len, body)), api_key, version, correlation_id)
+        else:
+            flexible = header_version == 2
+            size = 10 + len(client_id) + flexible + sum(map(len, body))
+            header = _FRAMED_HEADER.pack(size, api_key, version, correlation_id, len(client_id)) + client_id
+            if flexible:
+                header += b"\0"
         future: asyncio.Future[Any] | None = None
         if expect_response:
             future = asyncio.get_running_loop().create_future()
@@ -347,7 +352,7 @@ _readers: dict[tuple[int, int], Any] = {}
 def _reader(api_key: int, version: int) -> Any:
     reader = _readers.get((api_key, version))
     if reader is None:
-        reader = _readers[(api_key, version)] = entity_reader(messages.response_type(api_key, version))
+        reader = _readers[(api_key, version)] = messages.response_reader(api_key, version)
     return reader
 
 

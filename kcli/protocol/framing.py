@@ -3,10 +3,10 @@
 Every request and response is a frame: a 4-byte big-endian size, then that many bytes. A request
 frame starts with a request header:
 
-    v1: api_key int16, api_version int16, correlation_id int32, client_id nullable string (int16 length)
+    v0: api_key int16, api_version int16, correlation_id int32 (only ControlledShutdown v0)
+    v1: v0, then client_id nullable string (int16 length)
     v2: v1, then tagged fields (flexible API versions)
 
-(v0, without client_id, is only used by ControlledShutdown v0, which kcli does not serve.)
 A response frame starts with a response header: v0 is the correlation id; v1 adds tagged
 fields and is used by flexible versions, except ApiVersions, whose response header is always v0
 so that a client can read the answer whatever version it asked for.
@@ -55,8 +55,11 @@ def peek_api_key(frame: bytes | memoryview) -> int | None:
     return _API_KEY.unpack_from(frame, 0)[0] if len(frame) >= 2 else None
 
 
-def decode_request_header(frame: bytes | memoryview, flexible: bool) -> tuple[RequestHeader, int]:
-    """The header (v2 when ``flexible``, else v1) and the offset where the request body starts."""
+def decode_request_header(frame: bytes | memoryview, flexible: bool, *, with_client_id: bool = True) -> tuple[RequestHeader, int]:
+    """The header (v2 when ``flexible``, else v1; v0 without ``with_client_id``) and the offset
+    where the request body starts."""
+    if not with_client_id:
+        return RequestHeader(*peek_api(frame), None), _PEEK.size
     if len(frame) < 10:
         raise InvalidRequest(f"request of {len(frame)} bytes is shorter than a request header")
     api_key, api_version, correlation_id, client_id_length = _HEADER_FIXED.unpack_from(frame, 0)

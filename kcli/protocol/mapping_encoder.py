@@ -29,7 +29,7 @@ from typing import Any
 
 from kio.serial import entity_writer
 
-from kcli.protocol import messages
+from kcli.protocol import messages, stated_apis
 from kcli.protocol.kio_internals import field_shape, field_tag, is_optional, kafka_type, tagged_field_default
 from kcli.storage.varint import encode_unsigned_varint
 
@@ -45,10 +45,14 @@ def encode(entity_type: type, data: Mapping[str, Any]) -> bytes:
 
 
 def encode_request(api_key: int, version: int, data: Mapping[str, Any]) -> bytes:
+    if api_key in stated_apis.STATED_APIS:  # an API kio lacks, whose schema kcli states
+        return stated_apis.encode_request(api_key, version, data)
     return encode(messages.request_type(api_key, version), data)
 
 
 def encode_response(api_key: int, version: int, data: Mapping[str, Any]) -> bytes:
+    if api_key in stated_apis.STATED_APIS:
+        return stated_apis.encode_response(api_key, version, data)
     return encode(messages.response_type(api_key, version), data)
 
 

@@ -5,6 +5,10 @@ finds them by (api key, version), caches the reader and writer, and builds a res
 any version from one version-independent mapping (``build``), so a handler writes its answer
 once and each version keeps only the fields it has. Fields a mapping leaves out take the
 entity's default, or the zero of their Kafka type (0, "", empty array, null where nullable).
+
+An API kio lacks (Kafka 3.9's inter-broker requests) is one kcli states itself: ``stated_apis``
+answers for it wherever an API is looked up by key (name, versions, flexibility, header version,
+decoding).
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as KioErrorCode
-from kio.schema.index import api_key_map
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
-from kcli.protocol import produce_request
+from kcli.protocol import produce_request, stated_apis
 from kcli.protocol.request_check import check_body
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -46,8 +50,9 @@ _NO_ERROR = _WireCode(0)
 
 
 def api_name(api_key: int) -> str | None:
-    """Kafka's message name in snake case (``produce``), or None for a key kio does not know."""
-    return api_key_map.get(api_key)
+    """Kafka's message name in snake case (``produce``), or None for a key kcli does not know."""
+    api = stated_apis.stated(api_key)
+    return api.name if api is not None else api_key_map.get(api_key)
 
 
 @functools.cache
@@ -60,7 +65,20 @@ def response_type(api_key: int, version: int) -> type:
     return load_response_schema(api_key, version)
 
 
+@functools.cache
+def known_versions(api_key: int) -> tuple[int, ...]:
+    """Every version of ``api_key`` kcli can read and write, lowest first; () for an unknown key."""
+    api = stated_apis.stated(api_key)
+    if api is not None:
+        valid = api.request.valid_versions
+        return tuple(range(valid.lowest, valid.highest + 1))
+    name = api_key_map.get(api_key)
+    return tuple(sorted(schema_name_map.get(name, {}))) if name is not None else ()
+
+
 def has_version(api_key: int, version: int) -> bool:
+    if stated_apis.stated(api_key) is not None:
+        return stated_apis.has_version(api_key, version)
     try:
         request_type(api_key, version)
         response_type(api_key, version)
@@ -72,12 +90,29 @@ def has_version(api_key: int, version: int) -> bool:
 @functools.cache
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether this version uses compact encodings and tagged fields (request header v2)."""
+    if stated_apis.stated(api_key) is not None:
+        return stated_apis.is_flexible(api_key, version)
     return bool(request_type(api_key, version).__flexible__)
+
+
+@functools.cache
+def request_header_version(api_key: int, version: int) -> int:
+    """The request header a request of this version has: 2 when flexible, else 1 (0: no client id)."""
+    if stated_apis.stated(api_key) is not None:
+        return stated_apis.request_header_version(api_key, version)
+    return 2 if is_flexible(api_key, version) else 1
 
 
 @functools.cache
 def request_reader(api_key: int, version: int) -> Callable[[Any, int], tuple[Any, int]]:
     return entity_reader(request_type(api_key, version))
+
+
+def response_reader(api_key: int, version: int) -> Callable[[Any, int], tuple[Any, int]]:
+    """Reads a response body at an offset: ``(response entity, offset after it)``."""
+    if stated_apis.stated(api_key) is not None:
+        return stated_apis.response_reader(api_key, version)
+    return entity_reader(response_type(api_key, version))
 
 
 @functools.cache
@@ -93,6 +128,8 @@ def decode_request(api_key: int, version: int, buffer: bytes | bytearray | memor
     ``produce_request``, which makes the same checks as it reads and leaves the records in
     ``buffer`` instead of copying them.
     """
+    if api_key in stated_apis.STATED_APIS:
+        return stated_apis.decode_request(api_key, version, buffer, offset)
     if api_key == produce_request.API_KEY and version in produce_request.VERSIONS:
         return produce_request.read(buffer, offset, version)
     check_body(request_type(api_key, version), buffer, offset)

@@ -17,9 +17,9 @@ DescribeTopicPartitions), so ELR prints ``N/A`` as Kafka's tool does against a Z
 broker. A broker without DescribeConfigs (librdkafka's mock) describes with empty ``Configs:``
 and ``min.insync.replicas`` taken as 1.
 
-``--zookeeper`` is accepted and answered with one error line: kcli reaches clusters through
-``--bootstrap-server`` only. ``--force`` and ``--disable-rack-aware`` (2.x) are accepted and
-ignored, as Kafka's admin-client path ignored them.
+``--zookeeper HOST:PORT[/chroot]`` runs Kafka 2.8's ZooKeeper path instead (its checks, lines and
+messages: ``kcli.tools.topics_zookeeper``). ``--force`` and ``--disable-rack-aware`` (2.x) are
+accepted and ignored with ``--bootstrap-server``, as Kafka's admin-client path ignored them.
 
 ``--output json`` (``--list`` and ``--describe``) writes one JSON object per line:
 
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
 def topics(
     bootstrap_server: BootstrapServerOpt = None,
     command_config: CommandConfigOpt = None,
-    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="ZooKeeper mode (Kafka 2.x): not available yet.")] = None,
+    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="HOST:PORT[/chroot]: act on the cluster's znodes as Kafka 2.8's tool does (instead of --bootstrap-server).")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List all available topics.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="List details for the given topics.")] = False,
     create: Annotated[bool, typer.Option("--create", help="Create a new topic.")] = False,
@@ -74,8 +74,8 @@ def topics(
     delete: Annotated[bool, typer.Option("--delete", help="Delete a topic.")] = False,
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic to create, alter, describe or delete; a regular expression except with --create.")] = None,
     topic_id: Annotated[Optional[str], typer.Option("--topic-id", help="The topic id to describe.")] = None,
-    config: Annotated[Optional[list[str]], typer.Option("--config", help="A topic config override name=value for the topic being created (repeatable).")] = None,
-    delete_config: Annotated[Optional[list[str]], typer.Option("--delete-config", help="Not supported with --bootstrap-server (as in Kafka): use kcli configs.")] = None,
+    config: Annotated[Optional[list[str]], typer.Option("--config", help="A topic config override name=value for the topic being created (or altered, with --zookeeper) (repeatable).")] = None,
+    delete_config: Annotated[Optional[list[str]], typer.Option("--delete-config", help="With --zookeeper --alter, a topic config override to remove (repeatable); with --bootstrap-server use kcli configs.")] = None,
     partitions: Annotated[Optional[int], typer.Option("--partitions", click_type=INT32, help="The number of partitions of the topic being created or altered; the broker's default when creating without it.")] = None,
     replication_factor: Annotated[Optional[int], typer.Option("--replication-factor", click_type=INT32, help="The replication factor of the topic being created; the broker's default without it.")] = None,
     replica_assignment: Annotated[Optional[str], typer.Option("--replica-assignment", help="Manual assignment for the topic being created or altered: b1:b2,b3:b4,... (partitions by comma, replicas by colon).")] = None,
@@ -89,7 +89,7 @@ def topics(
     exclude_internal: Annotated[bool, typer.Option("--exclude-internal", help="With --list or --describe, leave out internal topics.")] = False,
     partition_size_limit_per_response: Annotated[Optional[int], typer.Option("--partition-size-limit-per-response", click_type=INT32, help="Accepted for compatibility; kcli describes partitions through Metadata.")] = None,
     force: Annotated[bool, typer.Option("--force", hidden=True, help="Accepted and ignored (Kafka 2.x).")] = False,
-    disable_rack_aware: Annotated[bool, typer.Option("--disable-rack-aware", hidden=True, help="Accepted and ignored (Kafka 2.x).")] = False,
+    disable_rack_aware: Annotated[bool, typer.Option("--disable-rack-aware", help="With --zookeeper --create, place replicas without the brokers' racks (ignored with --bootstrap-server).")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per topic (--list, --describe).")] = Format.plain,
 ) -> None:
     from kcli.output import Output
@@ -106,18 +106,14 @@ def topics(
         "exclude-internal": exclude_internal,
     }
     out = Output(output)
-    if zookeeper is not None:
-        from kcli.errors import UsageError
-        from kcli.tools._admin_common import zookeeper_not_available
-
-        if bootstrap_server is not None:
-            raise UsageError("Only one of --bootstrap-server or --zookeeper must be specified")
-        raise zookeeper_not_available()
     _check_args(given)
     if output is Format.json and not (list_ or describe):
         from kcli.errors import UsageError
 
         raise UsageError("--output json applies to --list and --describe")
+    if zookeeper is not None:
+        _zookeeper(out, zookeeper, topic, given, partitions, replication_factor, replica_assignment, config or [], delete_config or [], disable_rack_aware)
+        return
 
     from kcli.tools._admin_common import client_settings, load_command_config
 
@@ -144,8 +140,33 @@ def topics(
         out.flush()
 
 
+def _zookeeper(out, connect: str, topic: str | None, given: dict[str, bool], partitions, replication_factor, replica_assignment, config, delete_config, disable_rack_aware: bool) -> None:
+    """The --zookeeper path: Kafka 2.8's ZookeeperTopicService (kcli.tools.topics_zookeeper)."""
+    from kcli.errors import UsageError
+    from kcli.tools.topics_zookeeper import ZookeeperTopicService
+
+    if out.json:
+        raise UsageError("--output json applies to --bootstrap-server (Kafka 2.8's --zookeeper path prints its lines)")
+    service = ZookeeperTopicService(out, connect, topic, given["exclude-internal"], given["if-exists"])
+    try:
+        if given["create"]:
+            service.create(partitions, replication_factor, replica_assignment, config, given["if-not-exists"], not disable_rack_aware)
+        elif given["alter"]:
+            service.alter(partitions, replica_assignment, config, delete_config)
+        elif given["list"]:
+            service.list()
+        elif given["describe"]:
+            service.describe(given["under-replicated-partitions"], given["unavailable-partitions"], given["topics-with-overrides"])
+        else:
+            service.delete()
+    finally:
+        service.close()
+        out.flush()
+
+
 def _check_args(given: dict[str, bool]) -> None:
-    """Kafka 3.9's TopicCommandOptions.checkArgs, in its order, with its messages."""
+    """Kafka's TopicCommandOptions.checkArgs, in its order, with its messages: 3.9's with
+    --bootstrap-server, 2.8's with --zookeeper."""
     from kcli.errors import UsageError
     from kcli.tools._admin_common import option
 
@@ -153,13 +174,22 @@ def _check_args(given: dict[str, bool]) -> None:
     if len(actions) != 1:
         raise UsageError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
     action = actions[0]
-    if not given["bootstrap-server"]:
+    zookeeper = given["zookeeper"]
+    if zookeeper and given["bootstrap-server"]:
+        raise UsageError("Only one of --bootstrap-server or --zookeeper must be specified")
+    if not (given["bootstrap-server"] or zookeeper):
         raise UsageError("--bootstrap-server must be specified")
+    if zookeeper and given["topic-id"]:
+        raise UsageError(f'Option "{option("topic-id")}" can\'t be used with option "{option("zookeeper")}"')
     if action == "describe" and given["if-exists"] and not (given["topic"] or given["topic-id"]):
         raise UsageError("--topic or --topic-id is required to describe a topic")
     if action not in ("list", "describe") and not given["topic"]:
         raise UsageError(f'Missing required argument "{option("topic")}"')
-    if action == "alter":
+    if zookeeper and action == "create" and not given["replica-assignment"]:
+        for required in ("partitions", "replication-factor"):
+            if not given[required]:
+                raise UsageError(f'Missing required argument "{option(required)}"')
+    if action == "alter" and not zookeeper:
         if given["config"]:
             raise UsageError(f'Option combination "[{option("bootstrap-server")}, {option("config")}]" can\'t be used with option "{option("alter")}"{ALTER_CONFIG_HINT}')
         if not given["partitions"]:
@@ -180,20 +210,46 @@ def _check_args(given: dict[str, bool]) -> None:
     if action == "create":
         refuse("replica-assignment", ACTIONS, ("partitions", "replication-factor"))
     for report in REPORT_FILTERS:
-        refuse(report, ("describe",), ("topics-with-overrides",))
+        # Kafka 2.8 computes the min-ISR reports from configs its --zookeeper path does not read.
+        refuse(report, ("describe",), ("topics-with-overrides",) + (("zookeeper",) if "min-isr" in report else ()))
     refuse("topics-with-overrides", ("describe",), REPORT_FILTERS)
     refuse("if-exists", ("alter", "delete", "describe"))
     refuse("if-not-exists", ("create",))
     refuse("exclude-internal", ("list", "describe"))
 
 
-class _ActionFailed(Exception):
+class ActionFailed(Exception):
     def __init__(self, messages: list[str]) -> None:
         super().__init__(messages[0])
         self.messages = messages
 
 
-class _TopicCommand:
+class TopicService:
+    """What Kafka's TopicService implementations share: a failed action prints Kafka's line on
+    stdout and the message on stderr, and exits 1. Subclasses set ``out``."""
+
+    out: object
+
+    def _fail(self, messages: list[str]) -> None:
+        for message in messages:
+            self.out.line(f"Error while executing topic command : {message}")
+        self.out.flush()
+        for message in messages:
+            self.out.diag(f"Error: {message}")
+        raise typer.Exit(1)
+
+    def _guard(self, action) -> None:
+        from kcli.errors import KcliError
+
+        try:
+            action()
+        except ActionFailed as exc:
+            self._fail(exc.messages)
+        except KcliError as exc:
+            self._fail([str(exc)])
+
+
+class _TopicCommand(TopicService):
     """Kafka's TopicService: each action over one admin session, opened on first use."""
 
     def __init__(self, out, settings, topic: str | None, topic_id: str | None, exclude_internal: bool, if_exists: bool) -> None:
@@ -222,26 +278,6 @@ class _TopicCommand:
     def _run(self, coroutine):
         return self._session.run(coroutine)
 
-    # -- failure -------------------------------------------------------------------------------------
-
-    def _fail(self, messages: list[str]) -> None:
-        for message in messages:
-            self.out.line(f"Error while executing topic command : {message}")
-        self.out.flush()
-        for message in messages:
-            self.out.diag(f"Error: {message}")
-        raise typer.Exit(1)
-
-    def _guard(self, action) -> None:
-        from kcli.errors import KcliError
-
-        try:
-            action()
-        except _ActionFailed as exc:
-            self._fail(exc.messages)
-        except KcliError as exc:
-            self._fail([str(exc)])
-
     # -- shared steps --------------------------------------------------------------------------------
 
     def _topic_infos(self):
@@ -261,7 +297,7 @@ class _TopicCommand:
     def _ensure_found(self, found: list) -> None:
         if self.topic and not self.if_exists and not found:
             # Kafka 3.9 formats the Optional holding the name, hence "Optional[...]".
-            raise _ActionFailed([f"Topic 'Optional[{self.topic}]' does not exist as expected"])
+            raise ActionFailed([f"Topic 'Optional[{self.topic}]' does not exist as expected"])
 
     # -- create --------------------------------------------------------------------------------------
 
@@ -280,9 +316,9 @@ class _TopicCommand:
         if "." in name or "_" in name:
             self.out.line(COLLISION_WARNING)
         if replication_factor is not None and not 1 <= replication_factor <= SHORT_MAX:
-            raise _ActionFailed([f"The replication factor must be between 1 and {SHORT_MAX} inclusive"])
+            raise ActionFailed([f"The replication factor must be between 1 and {SHORT_MAX} inclusive"])
         if partitions is not None and partitions < 1:
-            raise _ActionFailed(["The partitions must be greater than 0"])
+            raise ActionFailed(["The partitions must be greater than 0"])
         if assignment:
             new_topic = NewTopic(name, assignments=assignment, configs=overrides)
         else:
@@ -321,7 +357,7 @@ class _TopicCommand:
         results = self._run(self.admin.create_partitions(changes))
         failed = [str(results[name]) for name in names if results.get(name) is not None]
         if failed:
-            raise _ActionFailed(failed)
+            raise ActionFailed(failed)
 
     # -- delete --------------------------------------------------------------------------------------
 
@@ -336,7 +372,7 @@ class _TopicCommand:
         results = self._run(self.admin.delete_topics(names))
         failed = [str(results[name]) for name in names if results.get(name) is not None]
         if failed:
-            raise _ActionFailed(failed)
+            raise ActionFailed(failed)
 
     # -- list ----------------------------------------------------------------------------------------
 
@@ -375,7 +411,7 @@ class _TopicCommand:
         if wanted_id is not None and wanted_id.int != 0:
             found = [info for info in infos.values() if info.topic_id == wanted_id]
             if not found and not self.if_exists:
-                raise _ActionFailed([f"TopicId '{self.topic_id}' does not exist as expected"])
+                raise ActionFailed([f"TopicId '{self.topic_id}' does not exist as expected"])
             descriptions = found
         else:
             names = self._matching(infos)
@@ -499,7 +535,7 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
             try:
                 brokers.append(parse_int(part))
             except ValueError:
-                raise _ActionFailed([f'For input string: "{part}"']) from None
+                raise ActionFailed([f'For input string: "{part}"']) from None
         seen: set[int] = set()
         duplicates = []
         for broker in brokers:
@@ -507,10 +543,10 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
                 duplicates.append(broker)
             seen.add(broker)
         if duplicates:
-            raise _ActionFailed(["Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates))])
+            raise ActionFailed(["Partition replica lists may not contain duplicate entries: " + ",".join(map(str, duplicates))])
         result[index] = brokers
         if len(brokers) != len(result[0]):
-            raise _ActionFailed([f"Partition {index} has different replication factor: [{', '.join(map(str, brokers))}]"])
+            raise ActionFailed([f"Partition {index} has different replication factor: [{', '.join(map(str, brokers))}]"])
     return result
 
 
@@ -519,7 +555,7 @@ def parse_topic_configs(items: list[str]) -> dict[str, str]:
     props: dict[str, str] = {}
     pairs = [split(item, r"\s*=\s*") for item in items]
     if not all(len(pair) == 2 for pair in pairs):
-        raise _ActionFailed(['requirement failed: Invalid topic config: all configs to be added must be in the format "key=val".'])
+        raise ActionFailed(['requirement failed: Invalid topic config: all configs to be added must be in the format "key=val".'])
     for key, value in pairs:
         props[key.strip()] = value.strip()
     return props

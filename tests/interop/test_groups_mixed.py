@@ -174,6 +174,6 @@ def test_static_member_restart_does_not_rebalance(group_broker, members, unique_
     a.kill()  # a static member sends no LeaveGroup; it comes back before its session times out
     again = members("confluent", group_broker.bootstrap, group, topic, "range", instance="static-a")
     wait_until_partitioned([again, b])
-    assert any(f"Static member which joins during Stable stage and doesn't affect selectProtocol will not trigger rebalance." in line for line in group_broker.log_lines)
+    assert any("Static member which joins during Stable stage and doesn't affect selectProtocol will not trigger rebalance." in line for line in group_broker.log_lines)
     assert rebalances() == count
     assert b.assignment == before_b and b.assignments[-1] == sorted(before_b)

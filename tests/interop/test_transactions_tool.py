@@ -18,7 +18,6 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -135,4 +135,6 @@ def test_usable_version_rules():
     assert usable_version(0, 3, 5) == 5  # capped by the broker
     assert usable_version(0, 0, 2) == "node too old"  # kcli's lowest Produce is v3
     assert usable_version(18, 5, 7) == "node too new"
-    assert usable_version(4, 0, 7) == "unknown to kcli"  # LeaderAndIsr: no schema known
+    assert usable_version(4, 0, 7) == 7  # LeaderAndIsr: a schema kcli states (kio has none)
+    assert usable_version(4, 0, 5) == 5
+    assert usable_version(200, 0, 1) == "unknown to kcli"

@@ -364,14 +364,6 @@ def test_option_checks_use_kafkas_messages(inproc, args, message):
     usage_error(inproc("topics", *bootstrap, *[a for a in args if a != "--no-bootstrap"]), message)
 
 
-def test_zookeeper_is_one_clear_line(kcli):
-    result = kcli("topics", "--zookeeper", "localhost:2181", "--list")
-    assert result.returncode == 1
-    assert result.stdout == ""
-    [line] = result.stderr.splitlines()
-    assert line.startswith("Error: --zookeeper is not available yet")
-
-
 def test_command_config_properties(kcli, broker, tmp_path):
     config = tmp_path / "admin.properties"
     config.write_text("client.id=topics-test\nrequest.timeout.ms=5000\nno.such.setting=1\n")

@@ -71,8 +71,8 @@ def test_completions_name_every_command_and_option():
             continue
         assert f'"/{name}")' in bash
         for param in command.params:
-            if getattr(param, "hidden", False):
-                continue
+            if getattr(param, "hidden", False) or param.param_type_name == "argument":
+                continue  # a positional argument has no flag to complete
             for opt in param.opts:
                 assert opt in bash, opt
 

@@ -1,25 +1,27 @@
-"""ClusterMetadata over the embedded tree: topics, partitions, configs, brokers; topic name rules."""
+"""The cluster's metadata over the embedded tree, unit by unit as the broker composes them:
+Kafka's znodes (KafkaZkClient), admin writes (AdminZkClient through the broker's ZkAdminManager),
+the broker's MetadataCache, the controller; replica placement and topic name rules."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import uuid
 
 import pytest
 
-from kcli.broker.metadata import cluster as cluster_module
-from kcli.broker.metadata import embedded, topic_names
-from kcli.broker.metadata import zk_paths as zk
-from kcli.broker.metadata.cluster import (
-    ZERO_UUID,
-    ClusterMetadata,
-    TopicChangeKind,
-    assign_replicas_to_brokers,
-    random_uuid,
-)
-from kcli.broker.metadata.embedded import EmbeddedStore
-from kcli.broker.metadata.store import CreateOp, NodeExistsError
+from kcli.broker.controller.kafka_controller import KafkaController
+from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.metadata import admin_zk_client, embedded, topic_names, zk_client
+from kcli.metadata import zk_paths as zk
+from kcli.metadata.admin_zk_client import AdminZkClient
+from kcli.metadata.replica_assignment import assign_replicas_to_brokers
+from kcli.metadata.topics import ZERO_UUID, TopicChangeKind, random_uuid
+from kcli.metadata.zk_client import KafkaZkClient
+from kcli.metadata.embedded import EmbeddedStore
+from kcli.metadata.store import CreateOp, NodeExistsError
 from kcli.errors import ErrorCode, KafkaError
 from kcli.common import uuid_to_string
 
@@ -32,13 +34,39 @@ def store(tmp_path):
         yield opened
 
 
+class Blocking:
+    """An async object's methods called to completion (the unit tests have no event loop)."""
+
+    def __init__(self, target) -> None:
+        self._target = target
+
+    def __getattr__(self, name):
+        method = getattr(self._target, name)
+        return lambda *args, **kwargs: asyncio.run(method(*args, **kwargs))
+
+
+class Cluster:
+    """The units one broker composes over a tree (as kcli.broker.broker does)."""
+
+    def __init__(self, store, broker_id: int = 0, **admin_options) -> None:
+        self.zk = KafkaZkClient(store)
+        self.zk.create_top_level_paths()
+        self.cache = MetadataCache(self.zk)
+        self.admin = Blocking(ZkAdminManager(AdminZkClient(self.zk, **admin_options), self.cache))
+        self.controller = KafkaController(self.zk, broker_id)
+        self.cache.start()
+
+    def close(self) -> None:
+        self.controller.resign()
+        self.cache.close()
+
+
 @pytest.fixture
 def cluster(store):
-    metadata = ClusterMetadata(store, rng=random.Random(7))
-    metadata.start()
+    metadata = Cluster(store, rng=random.Random(7))
     for broker in BROKERS:
-        metadata.register_broker(broker, [zk.Endpoint("PLAINTEXT", "localhost", 9092 + broker)])
-    metadata.become_controller(0)
+        metadata.zk.register_broker(broker, [zk.Endpoint("PLAINTEXT", "localhost", 9092 + broker)])
+    metadata.controller.elect()
     yield metadata
     metadata.close()
 
@@ -131,39 +159,51 @@ def test_random_uuid_is_never_reserved_or_dash_led():
 
 def test_cluster_id_is_created_once_and_survives_a_restart(tmp_path):
     with EmbeddedStore(tmp_path) as store:
-        first = ClusterMetadata(store).get_or_create_cluster_id()
+        first = KafkaZkClient(store).get_or_create_cluster_id()
         assert re.fullmatch(r"[A-Za-z0-9_-]{22}", first)
-        assert ClusterMetadata(store).get_or_create_cluster_id() == first
+        assert KafkaZkClient(store).get_or_create_cluster_id() == first
         assert zk.decode_cluster_id(store.get("/cluster/id")[0]) == first
     with EmbeddedStore(tmp_path) as store:
-        assert ClusterMetadata(store).get_or_create_cluster_id() == first
+        assert KafkaZkClient(store).get_or_create_cluster_id() == first
 
 
-def test_broker_registration_is_ephemeral_and_unique(cluster, store):
-    assert cluster.registered_brokers() == BROKERS
+def test_broker_registration_is_ephemeral_and_checked_against_the_session(cluster, store, monkeypatch):
+    assert cluster.zk.registered_brokers() == BROKERS
     data, stat = store.get("/brokers/ids/1")
     assert stat.ephemeral_owner == store.session_id
     registration = zk.decode_broker_registration(data, 1)
     assert registration.endpoints == (zk.Endpoint("PLAINTEXT", "localhost", 9093),)
-    assert cluster.broker_registration(1) == registration
-    with pytest.raises(NodeExistsError, match="Broker id 1 is already registered"):
-        cluster.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
+    assert cluster.zk.broker_registration(1) == registration
+    # Kafka's checked ephemeral create: the node of this very session is accepted as it is
+    # (a retry after a lost answer) ...
+    cluster.zk.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
+    assert store.get("/brokers/ids/1") == (data, stat)
+    # ... another session's is refused with Kafka's message.
+    owner = store.session_id
+    monkeypatch.setattr(store, "session_id", owner + 1)
+    expected = (f"Error while creating ephemeral at /brokers/ids/1, node already exists and owner '{owner}' "
+                f"does not match current session '{owner + 1}'")
+    with pytest.raises(NodeExistsError) as caught:
+        cluster.zk.register_broker(1, [zk.Endpoint("PLAINTEXT", "other", 1)])
+    assert str(caught.value) == expected
+    with pytest.raises(NodeExistsError) as caught:
+        cluster.zk.check_broker_id_free(1)
+    assert str(caught.value) == expected
 
 
 def test_controller_epoch_grows_with_each_election(tmp_path):
     with EmbeddedStore(tmp_path) as store:
-        cluster = ClusterMetadata(store)
-        cluster.start()
-        assert cluster.controller_id() is None
-        assert cluster.become_controller(5) == 1
-        assert cluster.controller_id() == 5
+        cluster = Cluster(store, broker_id=5)
+        assert cluster.zk.controller_id() is None
+        assert cluster.controller.elect() == 1
+        assert cluster.zk.controller_id() == 5
         assert store.get("/controller_epoch")[0] == b"1"
         assert zk.decode_controller(store.get("/controller")[0]).kraft_controller_epoch == -1
         assert store.get("/controller")[1].ephemeral_owner == store.session_id
-        error = kafka_error(ClusterMetadata(store).become_controller, 6)
+        error = kafka_error(KafkaController(KafkaZkClient(store), 6).elect)
         assert error.error_code is ErrorCode.NOT_CONTROLLER
     with EmbeddedStore(tmp_path) as store:
-        assert ClusterMetadata(store).become_controller(5) == 2
+        assert KafkaController(KafkaZkClient(store), 5).elect() == 2
 
 
 def test_start_creates_kafkas_persistent_paths(cluster, store):
@@ -175,7 +215,7 @@ def test_start_creates_kafkas_persistent_paths(cluster, store):
 
 
 def test_create_topic_writes_kafkas_znodes(cluster, store):
-    topic = cluster.create_topic("orders", 3, 2, configs={"cleanup.policy": "compact"})
+    topic = cluster.admin.create_topic("orders", 3, 2, configs={"cleanup.policy": "compact"})
     assert topic.topic_id != ZERO_UUID
     assert sorted(topic.partitions) == [0, 1, 2]
     assignment = zk.decode_topic_assignment(store.get("/brokers/topics/orders")[0])
@@ -184,29 +224,30 @@ def test_create_topic_writes_kafkas_znodes(cluster, store):
         assert len(state.replicas) == 2 and len(set(state.replicas)) == 2
         assert set(state.replicas) <= set(BROKERS)
         assert assignment.partitions[partition] == state.replicas
+        # The leader alone is in sync: a replica holding no data is never reported in sync
+        # while kcli does not replicate.
         assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (
             state.replicas[0],
-            state.replicas,
+            state.replicas[:1],
             0,
             0,
         )
         written = zk.decode_leader_and_isr(store.get(zk.partition_state_path("orders", partition))[0])
-        assert written == zk.LeaderAndIsr(state.replicas[0], 0, state.replicas, controller_epoch=1)
+        assert written == zk.LeaderAndIsr(state.replicas[0], 0, state.replicas[:1], controller_epoch=1)
     assert store.get("/config/topics/orders")[0] == b'{"version":1,"config":{"cleanup.policy":"compact"}}'
-    assert cluster.topic("orders") == topic
-    assert cluster.topic_by_id(topic.topic_id) == topic
+    assert cluster.cache.topic("orders") == topic
+    assert cluster.cache.topic_by_id(topic.topic_id) == topic
     assert topic.replication_factor == 2
 
 
 def test_create_topic_writes_an_empty_config_znode(cluster, store):
-    cluster.create_topic("plain", 1, 1)
+    cluster.admin.create_topic("plain", 1, 1)
     assert store.get("/config/topics/plain")[0] == b'{"version":1,"config":{}}'
 
 
 def test_minus_one_means_the_broker_defaults(store):
-    cluster = ClusterMetadata(store, default_num_partitions=4, default_replication_factor=2)
-    cluster.start()
-    topic = cluster.create_topic("t", -1, -1, live_brokers=[1, 2, 3])
+    cluster = Cluster(store, default_num_partitions=4, default_replication_factor=2)
+    topic = cluster.admin.create_topic("t", -1, -1, live_brokers=[1, 2, 3])
     assert len(topic.partitions) == 4
     assert all(len(state.replicas) == 2 for state in topic.partitions.values())
 
@@ -220,21 +261,21 @@ def test_a_thousand_partitions_are_one_file_write(cluster, monkeypatch):
         real_write(path, data)
 
     monkeypatch.setattr(embedded, "write_atomically", counting)
-    topic = cluster.create_topic("big", 1000, 3)
+    topic = cluster.admin.create_topic("big", 1000, 3)
     assert len(writes) == 1
-    assert len(cluster.topic("big").partitions) == 1000 == len(topic.partitions)
+    assert len(cluster.cache.topic("big").partitions) == 1000 == len(topic.partitions)
 
 
 def test_validate_only_writes_nothing(cluster, store):
-    topic = cluster.create_topic("dry", 2, 1, validate_only=True)
+    topic = cluster.admin.create_topic("dry", 2, 1, validate_only=True)
     assert len(topic.partitions) == 2
     assert store.exists("/brokers/topics/dry") is None
     assert store.exists("/config/topics/dry") is None
-    assert cluster.topic("dry") is None
+    assert cluster.cache.topic("dry") is None
 
 
 def test_manual_assignment(cluster):
-    topic = cluster.create_topic("manual", assignment={0: [2, 1], 1: [1, 0]})
+    topic = cluster.admin.create_topic("manual", assignment={0: [2, 1], 1: [1, 0]})
     assert topic.partitions[0].replicas == (2, 1) and topic.partitions[0].leader == 2
     assert topic.partitions[1].replicas == (1, 0)
 
@@ -327,21 +368,21 @@ def test_create_topic_refusals(cluster, store, kwargs, code, message):
     if "assignment" in kwargs:
         arguments.update(num_partitions=-1, replication_factor=-1)
     arguments.update(kwargs)
-    error = kafka_error(cluster.create_topic, **arguments)
+    error = kafka_error(cluster.admin.create_topic, **arguments)
     assert error.error_code is code
     assert str(error).startswith(message)
     assert store.get_children("/brokers/topics") == []
 
 
 def test_existing_topic(cluster):
-    cluster.create_topic("orders", 1, 1)
-    error = kafka_error(cluster.create_topic, "orders", 1, 1)
+    cluster.admin.create_topic("orders", 1, 1)
+    error = kafka_error(cluster.admin.create_topic, "orders", 1, 1)
     assert (error.error_code, str(error)) == (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'orders' already exists.")
 
 
 def test_colliding_topic(cluster):
-    cluster.create_topic("a_b", 1, 1)
-    error = kafka_error(cluster.create_topic, "a.b", 1, 1)
+    cluster.admin.create_topic("a_b", 1, 1)
+    error = kafka_error(cluster.admin.create_topic, "a.b", 1, 1)
     assert error.error_code is ErrorCode.INVALID_TOPIC_EXCEPTION
     assert str(error) == "Topic 'a.b' collides with existing topic: a_b"
 
@@ -351,34 +392,34 @@ def test_config_validator_can_refuse(cluster, store):
         if "bogus" in configs:
             raise KafkaError(ErrorCode.INVALID_CONFIG, "Unknown topic config name: bogus")
 
-    error = kafka_error(cluster.create_topic, "t", 1, 1, configs={"bogus": "1"}, config_validator=validator)
+    error = kafka_error(cluster.admin.create_topic, "t", 1, 1, configs={"bogus": "1"}, config_validator=validator)
     assert str(error) == "Unknown topic config name: bogus"
     assert store.exists("/brokers/topics/t") is None
-    cluster.create_topic("t", 1, 1, configs={"retention.ms": "5"}, config_validator=validator)
+    cluster.admin.create_topic("t", 1, 1, configs={"retention.ms": "5"}, config_validator=validator)
 
 
 # -- delete topics --------------------------------------------------------------------------------
 
 
 def test_delete_topic_by_name_removes_every_znode(cluster, store):
-    cluster.create_topic("orders", 3, 2, configs={"retention.ms": "1"})
-    deleted = cluster.delete_topic("orders")
+    cluster.admin.create_topic("orders", 3, 2, configs={"retention.ms": "1"})
+    deleted = cluster.admin.delete_topic("orders")
     assert deleted.name == "orders"
     assert store.exists("/brokers/topics/orders") is None
     assert store.exists("/config/topics/orders") is None
-    assert cluster.topic("orders") is None and cluster.topic_by_id(deleted.topic_id) is None
+    assert cluster.cache.topic("orders") is None and cluster.cache.topic_by_id(deleted.topic_id) is None
 
 
 def test_delete_topic_by_id(cluster):
-    topic = cluster.create_topic("orders", 1, 1)
-    assert cluster.delete_topic(topic_id=topic.topic_id).name == "orders"
-    assert cluster.topics() == {}
+    topic = cluster.admin.create_topic("orders", 1, 1)
+    assert cluster.admin.delete_topic(topic_id=topic.topic_id).name == "orders"
+    assert cluster.cache.topics() == {}
 
 
 def test_internal_topics_can_be_deleted_as_on_a_kafka_broker(cluster):
-    cluster.create_topic("__consumer_offsets", 1, 1)
-    cluster.delete_topic("__consumer_offsets")
-    assert cluster.topic("__consumer_offsets") is None
+    cluster.admin.create_topic("__consumer_offsets", 1, 1)
+    cluster.admin.delete_topic("__consumer_offsets")
+    assert cluster.cache.topic("__consumer_offsets") is None
 
 
 @pytest.mark.parametrize(
@@ -400,7 +441,7 @@ def test_internal_topics_can_be_deleted_as_on_a_kafka_broker(cluster):
     ],
 )
 def test_delete_topic_refusals(cluster, kwargs, code, message):
-    error = kafka_error(cluster.delete_topic, **kwargs)
+    error = kafka_error(cluster.admin.delete_topic, **kwargs)
     assert (error.error_code, str(error)) == (code, message)
 
 
@@ -408,8 +449,8 @@ def test_delete_topic_refusals(cluster, kwargs, code, message):
 
 
 def test_create_partitions_grows_the_topic(cluster, store):
-    before = cluster.create_topic("orders", 2, 2)
-    grown = cluster.create_partitions("orders", 5)
+    before = cluster.admin.create_topic("orders", 2, 2)
+    grown = cluster.admin.create_partitions("orders", 5)
     assert sorted(grown.partitions) == [0, 1, 2, 3, 4]
     assert grown.partitions[0] == before.partitions[0]
     for partition in (2, 3, 4):
@@ -419,27 +460,27 @@ def test_create_partitions_grows_the_topic(cluster, store):
     assignment = zk.decode_topic_assignment(store.get("/brokers/topics/orders")[0])
     assert sorted(assignment.partitions) == [0, 1, 2, 3, 4]
     assert assignment.topic_id == before.topic_id
-    assert cluster.topic("orders") == grown
+    assert cluster.cache.topic("orders") == grown
 
 
 def test_new_partitions_continue_round_robin_from_partition_0(cluster):
-    cluster.create_topic("t", assignment={0: [1, 2]})
-    grown = cluster.create_partitions("t", 4)
+    cluster.admin.create_topic("t", assignment={0: [1, 2]})
+    grown = cluster.admin.create_partitions("t", 4)
     # ZooKeeper-mode placement starts at partition 0's leader, continuing the partition count.
     assert [grown.partitions[p].replicas for p in (1, 2, 3)] == [(2, 1), (0, 2), (1, 2)]
 
 
 def test_create_partitions_with_assignment(cluster):
-    cluster.create_topic("t", 1, 2)
-    grown = cluster.create_partitions("t", 3, [[2, 0], [0, 1]])
+    cluster.admin.create_topic("t", 1, 2)
+    grown = cluster.admin.create_partitions("t", 3, [[2, 0], [0, 1]])
     assert grown.partitions[1].replicas == (2, 0) and grown.partitions[2].replicas == (0, 1)
 
 
 def test_create_partitions_validate_only(cluster, store):
-    cluster.create_topic("t", 1, 1)
-    grown = cluster.create_partitions("t", 3, validate_only=True)
+    cluster.admin.create_topic("t", 1, 1)
+    grown = cluster.admin.create_partitions("t", 3, validate_only=True)
     assert len(grown.partitions) == 3
-    assert len(cluster.topic("t").partitions) == 1
+    assert len(cluster.cache.topic("t").partitions) == 1
     assert store.exists(zk.partition_state_path("t", 1)) is None
 
 
@@ -474,20 +515,20 @@ def test_create_partitions_validate_only(cluster, store):
     ],
 )
 def test_create_partitions_refusals(cluster, total, assignment, code, message):
-    cluster.create_topic("t", 2, 2)
-    error = kafka_error(cluster.create_partitions, "t", total, assignment)
+    cluster.admin.create_topic("t", 2, 2)
+    error = kafka_error(cluster.admin.create_partitions, "t", total, assignment)
     assert (error.error_code, str(error)) == (code, message)
-    assert len(cluster.topic("t").partitions) == 2
+    assert len(cluster.cache.topic("t").partitions) == 2
 
 
 def test_create_partitions_of_unknown_topic(cluster):
-    error = kafka_error(cluster.create_partitions, "nope", 3)
+    error = kafka_error(cluster.admin.create_partitions, "nope", 3)
     assert (error.error_code, str(error)) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist.")
 
 
 def test_create_partitions_needs_enough_brokers(cluster):
-    cluster.create_topic("t", 1, 3)
-    error = kafka_error(cluster.create_partitions, "t", 2, live_brokers=[0, 1])
+    cluster.admin.create_topic("t", 1, 3)
+    error = kafka_error(cluster.admin.create_partitions, "t", 2, live_brokers=[0, 1])
     assert str(error) == "Replication factor: 3 larger than available brokers: 2."
 
 
@@ -502,34 +543,34 @@ def no_placement(monkeypatch):
     def refuse(brokers, num_partitions, *args, **kwargs):
         raise AssertionError(f"placed {num_partitions} partitions")
 
-    monkeypatch.setattr(cluster_module, "assign_replicas_to_brokers", refuse)
+    monkeypatch.setattr(admin_zk_client, "assign_replicas_to_brokers", refuse)
 
 
 @pytest.mark.parametrize("count", [10_001, 2**31 - 1])
 def test_more_partitions_than_kafka_creates_per_request_are_refused_before_placement(cluster, store, no_placement, count):
-    error = kafka_error(cluster.create_topic, "wide", count, 1)
+    error = kafka_error(cluster.admin.create_topic, "wide", count, 1)
     assert error.error_code is ErrorCode.POLICY_VIOLATION
     assert str(error).startswith("Excessively large number of partitions per request")
     assert store.exists(zk.topic_path("wide")) is None
 
 
 def test_a_manual_assignment_of_more_partitions_than_kafka_creates_per_request_is_refused(cluster, store):
-    error = kafka_error(cluster.create_topic, "wide", assignment={p: [0] for p in range(10_001)})
+    error = kafka_error(cluster.admin.create_topic, "wide", assignment={p: [0] for p in range(10_001)})
     assert error.error_code is ErrorCode.POLICY_VIOLATION
     assert store.exists(zk.topic_path("wide")) is None
 
 
 def test_growing_by_more_partitions_than_kafka_creates_per_request_is_refused_before_placement(cluster, monkeypatch):
-    cluster.create_topic("t", 1, 1)
-    monkeypatch.setattr(cluster_module, "assign_replicas_to_brokers", lambda *a, **k: pytest.fail("placed"))
-    error = kafka_error(cluster.create_partitions, "t", 2**31 - 1)
+    cluster.admin.create_topic("t", 1, 1)
+    monkeypatch.setattr(admin_zk_client, "assign_replicas_to_brokers", lambda *a, **k: pytest.fail("placed"))
+    error = kafka_error(cluster.admin.create_partitions, "t", 2**31 - 1)
     assert error.error_code is ErrorCode.POLICY_VIOLATION
     assert "2147483646 new partitions" in str(error)
-    assert len(cluster.topic("t").partitions) == 1
+    assert len(cluster.cache.topic("t").partitions) == 1
 
 
 def test_ten_thousand_partitions_are_within_the_per_request_limit(cluster):
-    assert len(cluster.create_topic("t", 10_000, 1, validate_only=True).partitions) == 10_000
+    assert len(cluster.admin.create_topic("t", 10_000, 1, validate_only=True).partitions) == 10_000
 
 
 def test_the_new_partitions_check_can_refuse_before_anything_is_written(store):
@@ -540,27 +581,26 @@ def test_the_new_partitions_check_can_refuse_before_anything_is_written(store):
         if len(replicas) > 2:
             raise KafkaError(ErrorCode.POLICY_VIOLATION, "too many open files")
 
-    metadata = ClusterMetadata(store, rng=random.Random(7), new_partitions_check=check)
-    metadata.start()
-    metadata.register_broker(0, [zk.Endpoint("PLAINTEXT", "localhost", 9092)])
-    metadata.become_controller(0)
+    metadata = Cluster(store, rng=random.Random(7), new_partitions_check=check)
+    metadata.zk.register_broker(0, [zk.Endpoint("PLAINTEXT", "localhost", 9092)])
+    metadata.controller.elect()
     try:
-        assert kafka_error(metadata.create_topic, "big", 3, 1).error_code is ErrorCode.POLICY_VIOLATION
+        assert kafka_error(metadata.admin.create_topic, "big", 3, 1).error_code is ErrorCode.POLICY_VIOLATION
         assert store.exists(zk.topic_path("big")) is None
-        metadata.create_topic("small", 1, 1)
-        assert kafka_error(metadata.create_partitions, "small", 4).error_code is ErrorCode.POLICY_VIOLATION
-        assert len(metadata.topic("small").partitions) == 1
+        metadata.admin.create_topic("small", 1, 1)
+        assert kafka_error(metadata.admin.create_partitions, "small", 4).error_code is ErrorCode.POLICY_VIOLATION
+        assert len(metadata.cache.topic("small").partitions) == 1
         assert store.exists(zk.partition_state_path("small", 1)) is None
         assert seen == [{0: (0,), 1: (0,), 2: (0,)}, {0: (0,)}, {1: (0,), 2: (0,), 3: (0,)}]
     finally:
         metadata.close()
 
 def test_create_partitions_during_reassignment(cluster, store):
-    topic = cluster.create_topic("t", 1, 1)
+    topic = cluster.admin.create_topic("t", 1, 1)
     moving = zk.TopicAssignment({0: (0, 1)}, topic.topic_id, adding_replicas={0: (1,)})
     store.set("/brokers/topics/t", zk.encode_topic_assignment(moving))
-    assert cluster.topic("t").partitions[0].adding_replicas == (1,)
-    error = kafka_error(cluster.create_partitions, "t", 2)
+    assert cluster.cache.topic("t").partitions[0].adding_replicas == (1,)
+    error = kafka_error(cluster.admin.create_partitions, "t", 2)
     assert error.error_code is ErrorCode.REASSIGNMENT_IN_PROGRESS
     assert str(error) == "A partition reassignment is in progress for the topic 't'."
 
@@ -569,9 +609,9 @@ def test_create_partitions_during_reassignment(cluster, store):
 
 
 def test_set_topic_configs_writes_config_and_change_notification(cluster, store):
-    cluster.create_topic("t", 1, 1, configs={"retention.ms": "1"})
-    updated = cluster.set_topic_configs("t", {"cleanup.policy": "compact"})
-    assert updated.configs == {"cleanup.policy": "compact"} == cluster.topic("t").configs
+    cluster.admin.create_topic("t", 1, 1, configs={"retention.ms": "1"})
+    updated = cluster.admin.set_topic_configs("t", {"cleanup.policy": "compact"})
+    assert updated.configs == {"cleanup.policy": "compact"} == cluster.cache.topic("t").configs
     assert zk.decode_entity_config(store.get("/config/topics/t")[0]) == {"cleanup.policy": "compact"}
     [change] = store.get_children("/config/changes")
     assert re.fullmatch(r"config_change_\d{10}", change)
@@ -579,16 +619,16 @@ def test_set_topic_configs_writes_config_and_change_notification(cluster, store)
 
 
 def test_set_topic_configs_of_unknown_topic(cluster):
-    error = kafka_error(cluster.set_topic_configs, "nope", {})
+    error = kafka_error(cluster.admin.set_topic_configs, "nope", {})
     assert (error.error_code, str(error)) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist.")
 
 
 def test_broker_configs_per_broker_and_default(cluster, store):
-    cluster.set_broker_configs(None, {"log.retention.ms": "100"})
-    cluster.set_broker_configs(1, {"log.cleaner.threads": "2"})
-    assert cluster.broker_configs(None) == {"log.retention.ms": "100"}
-    assert cluster.broker_configs(1) == {"log.cleaner.threads": "2"}
-    assert cluster.broker_configs(2) == {}
+    cluster.admin.set_broker_configs(None, {"log.retention.ms": "100"})
+    cluster.admin.set_broker_configs(1, {"log.cleaner.threads": "2"})
+    assert cluster.zk.broker_configs(None) == {"log.retention.ms": "100"}
+    assert cluster.zk.broker_configs(1) == {"log.cleaner.threads": "2"}
+    assert cluster.zk.broker_configs(2) == {}
     assert store.exists("/config/brokers/<default>") is not None
     changes = store.get_children("/config/changes")
     paths = sorted(zk.decode_config_change(store.get(f"/config/changes/{change}")[0]) for change in changes)
@@ -598,8 +638,8 @@ def test_broker_configs_per_broker_and_default(cluster, store):
 def test_expired_config_change_notifications_are_purged(cluster, store, monkeypatch):
     old = store.create(zk.config_change_path(), zk.encode_config_change("topics/x"), sequence=True)
     sixteen_minutes_later = store.get(old)[1].ctime + 16 * 60 * 1000
-    monkeypatch.setattr(cluster_module, "_now_ms", lambda: sixteen_minutes_later)
-    cluster.set_broker_configs(0, {"a": "b"})
+    monkeypatch.setattr(zk_client, "now_ms", lambda: sixteen_minutes_later)
+    cluster.admin.set_broker_configs(0, {"a": "b"})
     children = store.get_children("/config/changes")
     assert old.rsplit("/", 1)[1] not in children and len(children) == 1
 
@@ -608,25 +648,27 @@ def test_expired_config_change_notifications_are_purged(cluster, store, monkeypa
 
 
 def test_leader_change_bumps_leader_and_partition_epochs(cluster, store):
-    cluster.create_topic("t", assignment={0: [0, 1, 2]})
-    state = cluster.update_partition_state("t", 0, leader=1, isr=[1, 2])
+    cluster.admin.create_topic("t", assignment={0: [0, 1, 2]})
+    cluster.controller.update_partition_state("t", 0, leader=1, isr=[1, 2])
+    state = cluster.cache.topic("t").partitions[0]
     assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (1, (1, 2), 1, 1)
     written = zk.decode_leader_and_isr(store.get(zk.partition_state_path("t", 0))[0])
     assert written == zk.LeaderAndIsr(1, 1, (1, 2), controller_epoch=1)
-    state = cluster.update_partition_state("t", 0, isr=[1, 2, 0])
+    written, partition_epoch = cluster.controller.update_partition_state("t", 0, isr=[1, 2, 0])
+    state = cluster.cache.topic("t").partitions[0]
     assert (state.leader_epoch, state.partition_epoch, state.isr) == (1, 2, (1, 2, 0))
-    assert cluster.topic("t").partitions[0] == state
+    assert (written.leader_epoch, partition_epoch, written.isr) == (1, 2, (1, 2, 0))
 
 
 def test_stale_partition_epoch_is_refused(cluster):
-    cluster.create_topic("t", 1, 1)
-    cluster.update_partition_state("t", 0, isr=[0], expected_partition_epoch=0)
-    error = kafka_error(cluster.update_partition_state, "t", 0, isr=[0], expected_partition_epoch=0)
+    cluster.admin.create_topic("t", 1, 1)
+    cluster.controller.update_partition_state("t", 0, isr=[0], expected_partition_epoch=0)
+    error = kafka_error(cluster.controller.update_partition_state, "t", 0, isr=[0], expected_partition_epoch=0)
     assert error.error_code is ErrorCode.INVALID_UPDATE_VERSION
 
 
 def test_update_of_unknown_partition(cluster):
-    error = kafka_error(cluster.update_partition_state, "nope", 0, leader=1)
+    error = kafka_error(cluster.controller.update_partition_state, "nope", 0, leader=1)
     assert error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -635,12 +677,12 @@ def test_update_of_unknown_partition(cluster):
 
 def test_listeners_see_create_update_delete(cluster):
     changes = []
-    remove = cluster.on_topic_change(changes.append)
-    topic = cluster.create_topic("t", 1, 1)
-    cluster.update_partition_state("t", 0, isr=[])
-    cluster.delete_topic("t")
+    remove = cluster.cache.on_topic_change(changes.append)
+    topic = cluster.admin.create_topic("t", 1, 1)
+    cluster.controller.update_partition_state("t", 0, isr=[])
+    cluster.admin.delete_topic("t")
     remove()
-    cluster.create_topic("u", 1, 1)
+    cluster.admin.create_topic("u", 1, 1)
     assert [(c.kind, c.name) for c in changes] == [
         (TopicChangeKind.CREATED, "t"),
         (TopicChangeKind.UPDATED, "t"),
@@ -650,30 +692,27 @@ def test_listeners_see_create_update_delete(cluster):
 
 
 def test_another_broker_on_the_same_tree_sees_changes(cluster, store):
-    other = ClusterMetadata(store)
-    other.start()
+    other = Cluster(store, broker_id=1)
     seen = []
-    other.on_topic_change(lambda change: seen.append((change.kind, change.name)))
-    topic = cluster.create_topic("t", 2, 1)
-    assert other.topic("t") == topic
-    cluster.set_topic_configs("t", {"retention.ms": "9"})
-    assert other.topic("t").configs == {"retention.ms": "9"}
-    cluster.delete_topic("t")
-    assert other.topic("t") is None
+    other.cache.on_topic_change(lambda change: seen.append((change.kind, change.name)))
+    topic = cluster.admin.create_topic("t", 2, 1)
+    assert other.cache.topic("t") == topic
+    cluster.admin.set_topic_configs("t", {"retention.ms": "9"})
+    assert other.cache.topic("t").configs == {"retention.ms": "9"}
+    cluster.admin.delete_topic("t")
+    assert other.cache.topic("t") is None
     assert seen == [(TopicChangeKind.CREATED, "t"), (TopicChangeKind.UPDATED, "t"), (TopicChangeKind.DELETED, "t")]
 
 
 def test_cache_is_rebuilt_from_the_file_at_start(tmp_path):
     with EmbeddedStore(tmp_path) as store:
-        cluster = ClusterMetadata(store)
-        cluster.start()
-        cluster.create_topic("a", 3, 1, live_brokers=[0])
-        cluster.create_topic("b", 1, 1, configs={"x": "y"}, live_brokers=[0])
-        before = cluster.topics()
+        cluster = Cluster(store)
+        cluster.admin.create_topic("a", 3, 1, live_brokers=[0])
+        cluster.admin.create_topic("b", 1, 1, configs={"x": "y"}, live_brokers=[0])
+        before = cluster.cache.topics()
     with EmbeddedStore(tmp_path) as store:
-        cluster = ClusterMetadata(store)
-        cluster.start()
-        assert cluster.topics() == before
+        cluster = Cluster(store)
+        assert cluster.cache.topics() == before
 
 
 def test_controller_completes_a_topic_written_by_a_zookeeper_era_tool(cluster, store):
@@ -684,27 +723,26 @@ def test_controller_completes_a_topic_written_by_a_zookeeper_era_tool(cluster, s
             CreateOp("/brokers/topics/legacy", b'{"version":1,"partitions":{"0":[2,1],"1":[9,0]}}'),
         ]
     )
-    topic = cluster.topic("legacy")
+    topic = cluster.cache.topic("legacy")
     assert topic.topic_id != ZERO_UUID
     assert zk.decode_topic_assignment(store.get("/brokers/topics/legacy")[0]).topic_id == topic.topic_id
-    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2, 1))
+    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2,))
     # Broker 9 is not live: partition 1 leads on the live replica.
     assert (topic.partitions[1].leader, topic.partitions[1].isr) == (0, (0,))
     assert store.exists(zk.partition_state_path("legacy", 1)) is not None
 
 
 def test_controller_carries_out_a_deletion_marked_by_a_tool(cluster, store):
-    cluster.create_topic("doomed", 2, 1)
+    cluster.admin.create_topic("doomed", 2, 1)
     store.create("/admin/delete_topics/doomed")
-    assert cluster.topic("doomed") is None
+    assert cluster.cache.topic("doomed") is None
     assert store.exists("/brokers/topics/doomed") is None
     assert store.get_children("/admin/delete_topics") == []
 
 
 def test_topic_without_state_reads_as_leaderless_when_not_controller(store):
-    cluster = ClusterMetadata(store)
-    cluster.start()
+    cluster = Cluster(store)
     store.create("/brokers/topics/raw", b'{"version":1,"partitions":{"0":[1]}}')
-    state = cluster.topic("raw").partitions[0]
+    state = cluster.cache.topic("raw").partitions[0]
     assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (-1, (), -1, -1)
-    assert cluster.topic("raw").topic_id == ZERO_UUID
+    assert cluster.cache.topic("raw").topic_id == ZERO_UUID

@@ -13,6 +13,7 @@ from kcli.java_compat import (
     INT_MIN,
     LONG_MAX,
     LONG_MIN,
+    date_to_string,
     double_to_string,
     float_to_string,
     format_fixed,
@@ -197,3 +198,25 @@ def test_parse_long_is_long_parse_long():
         parse_long("9223372036854775808")
     with pytest.raises(ValueError):
         parse_int("2147483648")
+
+
+@pytest.mark.parametrize(
+    ("zone", "epoch_ms", "expected"),
+    [
+        # java.util.Date.toString: EEE MMM dd HH:mm:ss zzz yyyy, English names, the default zone.
+        ("UTC", 0, "Thu Jan 01 00:00:00 UTC 1970"),
+        ("UTC", 1764043200999, "Tue Nov 25 04:00:00 UTC 2025"),
+        ("Europe/Paris", 1751328000000, "Tue Jul 01 02:00:00 CEST 2025"),
+        ("America/New_York", 1735689600000, "Tue Dec 31 19:00:00 EST 2024"),
+    ],
+)
+def test_date_to_string_is_java_dates_text_in_the_local_zone(monkeypatch, zone, epoch_ms, expected):
+    import time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert date_to_string(epoch_ms) == expected
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kcli.errors import CorruptRecordError
 from kcli.storage import records
-from kcli.storage.record_runs import Run, decode_run
+from kcli.storage.record_runs import decode_run
 from kcli.storage.records import NewRecord, decode_record_columns, decode_record_fields, encode_record
 
 BASE_TS = 1_700_000_000_000

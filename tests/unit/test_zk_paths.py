@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kcli.broker.metadata import zk_paths as zk
+from kcli.metadata import zk_paths as zk
 from kcli.common import uuid_from_string
 
 # Znode contents as a Kafka 3.x broker in ZooKeeper mode writes them (compact JSON, observed key

@@ -58,7 +58,7 @@ from kcli.broker.groups.offsets import (
     metadata_fits,
 )
 from kcli.broker.groups.partitioner import partition_for
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode, KcliError
 
 log = logging.getLogger("kcli.broker.groups")

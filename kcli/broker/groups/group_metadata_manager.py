@@ -32,7 +32,7 @@ from typing import Any
 from kcli.broker.groups.group import ClassicGroup, GroupState, TopicPartition
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import coordinator_records as records_schema
 from kcli.storage.compression import CompressionType

@@ -17,7 +17,7 @@ from typing import Any
 from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
 from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from kcli.broker.groups.group_metadata_manager import GroupMetadataManager
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import KcliError
 from kcli.storage.compression import CompressionType
 

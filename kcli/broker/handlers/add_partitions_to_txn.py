@@ -18,7 +18,7 @@ verify_only; v5 may answer TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
-from kcli.broker.metadata.topic_names import is_internal
+from kcli.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode
 
 API_KEY = 24

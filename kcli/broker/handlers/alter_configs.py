@@ -42,11 +42,11 @@ _CONFIG_EXCEPTION_STARTS = (
 log = logging.getLogger(__name__)
 
 
-def handle(ctx, request):
-    return answer_each(ctx.broker, request, "alter configs", _alter)
+async def handle(ctx, request):
+    return await answer_each(ctx.broker, request, "alter configs", _alter)
 
 
-def answer_each(broker, request, what: str, alter) -> dict:
+async def answer_each(broker, request, what: str, alter) -> dict:
     """Apply ``alter(broker, resource, validate_only)`` to each resource and answer each on its own:
     one resource's failure (logged, as Kafka logs it) does not stop the others."""
     duplicated = duplicated_resources(request.resources)
@@ -56,7 +56,7 @@ def answer_each(broker, request, what: str, alter) -> dict:
         try:
             if (resource.resource_type, resource.resource_name) in duplicated:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            alter(broker, resource, request.validate_only)
+            await alter(broker, resource, request.validate_only)
         except KcliError as e:
             log.info("Error processing %s request for resource %s: %s", what, label, e)
             responses.append(answer(resource, e))
@@ -68,7 +68,7 @@ def answer_each(broker, request, what: str, alter) -> dict:
     return {"responses": responses}
 
 
-def _alter(broker, resource, validate_only: bool) -> None:
+async def _alter(broker, resource, validate_only: bool) -> None:
     check_config_names(config.name for config in resource.configs)
     configs = {config.name: config.value for config in resource.configs}
     check_no_nulls(name for name, value in configs.items() if value is None)
@@ -77,7 +77,7 @@ def _alter(broker, resource, validate_only: bool) -> None:
         broker_id = check_broker_name(broker, name)
         config_describer.validate_broker_configs(configs, broker_id is not None, broker.effective_config())
         if not validate_only:
-            write_broker_configs(broker, broker_id, configs)
+            await write_broker_configs(broker, broker_id, configs)
     elif resource.resource_type == TOPIC:
         existing = existing_topic_configs(broker, name)
         try:
@@ -85,7 +85,7 @@ def _alter(broker, resource, validate_only: bool) -> None:
         except KafkaError as e:
             raise topic_config_error(name, e) from None
         if not validate_only:
-            write_topic_configs(broker, name, configs)
+            await write_topic_configs(broker, name, configs)
     elif resource.resource_type == CLIENT_METRICS:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics and brokers, but resource type is CLIENT_METRICS")
     else:
@@ -139,19 +139,19 @@ def topic_config_error(name: str, error: KafkaError) -> KafkaError:
     return KafkaError(error.error_code, message)
 
 
-def write_topic_configs(broker, name: str, configs: Mapping[str, str]) -> None:
+async def write_topic_configs(broker, name: str, configs: Mapping[str, str]) -> None:
     """Store a topic's new overrides; the metadata change reconfigures its hosted logs."""
     log.info("Updating topic %s with new configuration : %s", name, ",".join(f"{k} -> {v}" for k, v in configs.items()))
-    broker.metadata.set_topic_configs(name, dict(configs))
+    await broker.admin_manager.set_topic_configs(name, dict(configs))
 
 
-def write_broker_configs(broker, broker_id: int | None, configs: Mapping[str, str]) -> None:
+async def write_broker_configs(broker, broker_id: int | None, configs: Mapping[str, str]) -> None:
     """Store a broker resource's new dynamic configs and apply them to this broker."""
     if broker_id is None:
         log.info("Updating brokers with new configuration : %s", ",".join(sorted(configs)))
     else:
         log.info("Updating broker %d with new configuration : %s", broker_id, ",".join(sorted(configs)))
-    broker.metadata.set_broker_configs(broker_id, dict(configs))
+    await broker.admin_manager.set_broker_configs(broker_id, dict(configs))
     broker.reload_dynamic_config()
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import logging
 
-from kcli.broker.metadata.cluster import check_partitions_per_request
+from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 API_KEY = 37
@@ -26,7 +26,7 @@ VERSIONS = (0, 3)
 log = logging.getLogger(__name__)
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     metadata = ctx.broker.metadata
     names = collections.Counter(t.name for t in request.topics)
     try:
@@ -40,7 +40,7 @@ def handle(ctx, request):
             if names[topic.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
             assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
-            metadata.create_partitions(topic.name, topic.count, assignment, validate_only=request.validate_only)
+            await ctx.broker.admin_manager.create_partitions(topic.name, topic.count, assignment, validate_only=request.validate_only)
             if not request.validate_only:
                 log.info("Topic %s now has %d partition(s)", topic.name, topic.count)
         except KcliError as e:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import logging
 
-from kcli.broker.metadata.cluster import check_partitions_per_request
+from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 19
@@ -31,7 +31,7 @@ VERSIONS = (2, 7)
 log = logging.getLogger(__name__)
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     broker = ctx.broker
     names = collections.Counter(t.name for t in request.topics)
     try:
@@ -43,7 +43,7 @@ def handle(ctx, request):
         if names[topic.name] > 1:
             results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
             continue
-        results.append(_create(broker, topic, request.validate_only, ctx.api_version))
+        results.append(await _create(broker, topic, request.validate_only, ctx.api_version))
     return {"topics": results}
 
 
@@ -52,15 +52,15 @@ def _new_partitions(broker, topic) -> int:
     if topic.assignments:
         return len(topic.assignments)
     if topic.num_partitions == -1:
-        return broker.metadata.default_num_partitions
+        return broker.admin_manager.admin_zk_client.default_num_partitions
     return max(0, topic.num_partitions)
 
 
-def _create(broker, topic, validate_only: bool, version: int) -> dict:
+async def _create(broker, topic, validate_only: bool, version: int) -> dict:
     assignment = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
     configs = {c.name: c.value for c in topic.configs}
     try:
-        info = broker.metadata.create_topic(
+        info = await broker.admin_manager.create_topic(
             topic.name,
             topic.num_partitions,
             topic.replication_factor,

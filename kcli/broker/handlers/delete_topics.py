@@ -23,16 +23,16 @@ ZERO_UUID = uuid.UUID(int=0)
 log = logging.getLogger(__name__)
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     broker = ctx.broker
     if ctx.api_version >= 6:
         targets = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
     else:
         targets = [(name, None) for name in request.topic_names]
-    return {"responses": [_delete(broker, name, topic_id) for name, topic_id in targets]}
+    return {"responses": [await _delete(broker, name, topic_id) for name, topic_id in targets]}
 
 
-def _delete(broker, name: str | None, topic_id: uuid.UUID | None) -> dict:
+async def _delete(broker, name: str | None, topic_id: uuid.UUID | None) -> dict:
     result = {"name": name, "topic_id": topic_id or ZERO_UUID}
     if (name is None) == (topic_id is None):
         result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Neither topic name nor id were specified." if name is None else "You may not specify both topic name and topic id.")
@@ -41,7 +41,7 @@ def _delete(broker, name: str | None, topic_id: uuid.UUID | None) -> dict:
         result.update(error_code=ErrorCode.TOPIC_DELETION_DISABLED, error_message="Topic deletion is disabled.")
         return result
     try:
-        info = broker.metadata.delete_topic(name=name, topic_id=topic_id)
+        info = await broker.admin_manager.delete_topic(name=name, topic_id=topic_id)
     except KcliError as e:
         result.update(error_code=e.error_code, error_message=str(e))
         return result

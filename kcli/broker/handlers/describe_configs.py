@@ -23,7 +23,7 @@ import logging
 
 from kcli.broker import config_describer
 from kcli.broker.config_describer import ConfigEntry, ConfigSource
-from kcli.broker.metadata import topic_names
+from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.java_compat import parse_int
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker.metadata import topic_names
+from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 API_KEY = 61

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.broker.coordinator_hosting import internal_topic
 from kcli.broker.transactions.hosting import transaction_state_topic
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
@@ -33,26 +34,25 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 log = logging.getLogger(__name__)
 
-_last_creation_failure: list[str] = []
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     key_type = getattr(request, "key_type", GROUP)
     version = ctx.api_version
     if version >= 4:
-        return {"coordinators": [dict(key=key, **_coordinator(ctx.broker, key_type, key, version)) for key in request.coordinator_keys]}
-    return _coordinator(ctx.broker, key_type, request.key, version)
+        return {"coordinators": [dict(key=key, **await _coordinator(ctx.broker, key_type, key, version)) for key in request.coordinator_keys]}
+    return await _coordinator(ctx.broker, key_type, request.key, version)
 
 
-def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
+async def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
     if key_type == GROUP:
         try:
-            return _group_coordinator(broker, key)
+            return await _group_coordinator(broker, key)
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == TRANSACTION:
         try:
-            return _transaction_coordinator(broker, key)
+            return await _transaction_coordinator(broker, key)
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == SHARE and version >= 6:
@@ -62,14 +62,14 @@ def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-def _group_coordinator(broker, group_id: str) -> dict:
-    topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or _create_offsets_topic(broker)
+async def _group_coordinator(broker, group_id: str) -> dict:
+    topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or await _create_offsets_topic(broker)
     partition = broker.group_coordinator.partition_for(group_id)
     return _leader_of(broker, topic, partition)
 
 
-def _transaction_coordinator(broker, transactional_id: str) -> dict:
-    topic = transaction_state_topic(broker)
+async def _transaction_coordinator(broker, transactional_id: str) -> dict:
+    topic = await transaction_state_topic(broker)
     partition = broker.transaction_coordinator.partition_for(transactional_id)
     return _leader_of(broker, topic, partition)
 
@@ -83,30 +83,17 @@ def _leader_of(broker, topic, partition: int) -> dict:
     return {"node_id": node.id, "host": node.host, "port": node.port}
 
 
-def _create_offsets_topic(broker):
+async def _create_offsets_topic(broker):
     config = broker.config
-    try:
-        topic = broker.metadata.create_topic(
-            GROUP_METADATA_TOPIC_NAME,
-            config.get("offsets.topic.num.partitions"),
-            config.get("offsets.topic.replication.factor"),
-            configs={
-                "cleanup.policy": "compact",
-                "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
-                "compression.type": "producer",
-            },
-        )
-    except (KcliError, OSError) as e:  # OSError: the metadata could not be written (a full disk)
-        if getattr(e, "error_code", None) == ErrorCode.TOPIC_ALREADY_EXISTS:
-            existing = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME)
-            if existing is not None:
-                return existing
-        message = f"Could not create the offsets topic {GROUP_METADATA_TOPIC_NAME}: {e}"
-        if _last_creation_failure != [message]:
-            # Clients retry every few hundred milliseconds: say it once, not per lookup.
-            _last_creation_failure[:] = [message]
-            log.warning("%s (offsets.topic.replication.factor=%s)", message, config.get("offsets.topic.replication.factor"))
-        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message) from None
-    _last_creation_failure.clear()
-    log.info("Created the offsets topic %s with %d partition(s)", GROUP_METADATA_TOPIC_NAME, len(topic.partitions))
-    return topic
+    return await internal_topic(
+        broker,
+        GROUP_METADATA_TOPIC_NAME,
+        "offsets topic",
+        "offsets.topic.num.partitions",
+        "offsets.topic.replication.factor",
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
+            "compression.type": "producer",
+        },
+    )

@@ -51,11 +51,11 @@ VERSIONS = (0, 1)
 log = logging.getLogger(__name__)
 
 
-def handle(ctx, request):
-    return answer_each(ctx.broker, request, "incremental alter configs", _alter)
+async def handle(ctx, request):
+    return await answer_each(ctx.broker, request, "incremental alter configs", _alter)
 
 
-def _alter(broker, resource, validate_only: bool) -> None:
+async def _alter(broker, resource, validate_only: bool) -> None:
     ops: list[Op] = [(config.name, config.config_operation, config.value) for config in resource.configs]
     check_config_names(name for name, _, _ in ops)
     check_no_nulls(name for name, op, value in ops if op != AlterOp.DELETE and value is None)
@@ -67,7 +67,7 @@ def _alter(broker, resource, validate_only: bool) -> None:
         current = broker.metadata.broker_configs(broker_id)
         updated = config_describer.apply_incremental(current, ops, "broker", broker=broker.effective_config(), per_broker=broker_id is not None)
         if not validate_only:
-            write_broker_configs(broker, broker_id, updated)
+            await write_broker_configs(broker, broker_id, updated)
     elif resource.resource_type == TOPIC:
         current = existing_topic_configs(broker, name)
         try:
@@ -75,7 +75,7 @@ def _alter(broker, resource, validate_only: bool) -> None:
         except KafkaError as e:
             raise topic_config_error(name, e) from None
         if not validate_only:
-            write_topic_configs(broker, name, updated)
+            await write_topic_configs(broker, name, updated)
     elif resource.resource_type == CLIENT_METRICS:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics and brokers, but resource type is CLIENT_METRICS")
     else:

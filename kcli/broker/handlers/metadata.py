@@ -23,7 +23,7 @@ import logging
 import uuid
 
 from kcli.broker import authorized_operations
-from kcli.broker.metadata import topic_names
+from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 3
@@ -48,6 +48,18 @@ def handle(ctx, request):
     else:
         allow_create = getattr(request, "allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable")
         topics = [_requested(broker, t, allow_create, include_ops) for t in request.topics]
+        if any(not isinstance(topic, dict) for topic in topics):
+            return _after_creations(broker, topics, cluster_ops)
+    return _answer(broker, topics, cluster_ops)
+
+
+async def _after_creations(broker, topics: list, cluster_ops: int) -> dict:
+    """The answer once the topics being auto-created are (or failed to be)."""
+    done = [topic if isinstance(topic, dict) else await topic for topic in topics]
+    return _answer(broker, done, cluster_ops)
+
+
+def _answer(broker, topics: list[dict], cluster_ops: int) -> dict:
     return {
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in broker.live_brokers()],
         "cluster_id": broker.cluster_id,
@@ -57,7 +69,8 @@ def handle(ctx, request):
     }
 
 
-def _requested(broker, requested, allow_create: bool, include_ops: bool) -> dict:
+def _requested(broker, requested, allow_create: bool, include_ops: bool):
+    """The topic's entry, or a coroutine giving it when the topic is being auto-created."""
     metadata = broker.metadata
     topic_id = getattr(requested, "topic_id", None)
     name = requested.name
@@ -73,8 +86,12 @@ def _requested(broker, requested, allow_create: bool, include_ops: bool) -> dict
         return _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, name, include_ops)
     if not allow_create or topic_names.is_internal(name):
         return _failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, include_ops)
+    return _auto_created(broker, name, include_ops)
+
+
+async def _auto_created(broker, name: str, include_ops: bool) -> dict:
     try:
-        info = broker.auto_create_topic(name)
+        info = await broker.auto_create_topic(name)
     except KcliError as e:
         log.info("Auto-creation of topic %s failed: %s", name, e)
         return _failed(e.error_code, name, include_ops)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kcli.broker.metadata.topic_names import is_internal
+from kcli.metadata.topic_names import is_internal
 from kcli.broker.transactions.verification import verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.records import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, RecordBatch, peek_batch_header, single_batch_header

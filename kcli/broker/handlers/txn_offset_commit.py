@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kcli.broker.groups.offsets import NO_METADATA, OffsetAndMetadata
 from kcli.broker.groups.wire import leader_epoch_or_none
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode
 
 API_KEY = 28

@@ -16,7 +16,7 @@ layer; SKIPPED.md).
 
 from __future__ import annotations
 
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.broker.transactions.markers import write_marker
 from kcli.errors import ErrorCode
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcli.broker.groups.partitioner import partition_for
-from kcli.broker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions import markers, transaction_state_manager
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.metadata import TransactionMetadata, TransactionState, is_epoch_exhausted
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KcliError

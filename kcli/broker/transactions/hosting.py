@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, led_partitions
-from kcli.broker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
+from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, internal_topic, led_partitions
+from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
 from kcli.broker.transactions.transaction_state_manager import TransactionStateManager
-from kcli.errors import ErrorCode, KafkaError, KcliError
 
 log = logging.getLogger("kcli.broker.transactions")
 
@@ -47,32 +46,20 @@ def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
     return coordinator
 
 
-def transaction_state_topic(broker: Any) -> Any:
+async def transaction_state_topic(broker: Any) -> Any:
     """``__transaction_state``, created as Kafka creates it when it does not exist yet."""
-    existing = broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
-    if existing is not None:
-        return existing
     config = broker.config
-    try:
-        topic = broker.metadata.create_topic(
-            TRANSACTION_STATE_TOPIC_NAME,
-            config.get("transaction.state.log.num.partitions"),
-            config.get("transaction.state.log.replication.factor"),
-            configs={
-                "unclean.leader.election.enable": "false",
-                "min.insync.replicas": str(config.get("transaction.state.log.min.isr")),
-                "segment.bytes": str(config.get("transaction.state.log.segment.bytes")),
-                "cleanup.policy": "compact",
-                "compression.type": "uncompressed",
-            },
-        )
-    except KcliError as e:
-        if e.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME) is not None:
-            return broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
-        log.warning(
-            "Could not create the transaction state topic %s: %s (transaction.state.log.replication.factor=%s)",
-            TRANSACTION_STATE_TOPIC_NAME, e, config.get("transaction.state.log.replication.factor"),
-        )
-        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message) from None
-    log.info("Created the transaction state topic %s with %d partition(s)", TRANSACTION_STATE_TOPIC_NAME, len(topic.partitions))
-    return topic
+    return await internal_topic(
+        broker,
+        TRANSACTION_STATE_TOPIC_NAME,
+        "transaction state topic",
+        "transaction.state.log.num.partitions",
+        "transaction.state.log.replication.factor",
+        {
+            "unclean.leader.election.enable": "false",
+            "min.insync.replicas": str(config.get("transaction.state.log.min.isr")),
+            "segment.bytes": str(config.get("transaction.state.log.segment.bytes")),
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+        },
+    )

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from kcli.broker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
+from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.metadata import TransactionMetadata, TransactionState
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import coordinator_records as schema

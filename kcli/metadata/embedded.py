@@ -14,7 +14,10 @@ The file::
 
 A value that is valid UTF-8 is kept as text under ``data``; any other value as base64 under
 ``data_base64``. Each entry carries the Stat fields that cannot be derived (``czxid``, ``mzxid``,
-``pzxid``, ``ctime``, ``mtime``, ``version``, ``cversion``).
+``pzxid``, ``ctime``, ``mtime``, ``version``, ``cversion``) and ``children_created``, the count of
+children ever created under the node, which names its next sequential child as ZooKeeper does
+(deletions bump ``cversion`` but not the sequence; absent in older files, where ``cversion``
+stands in: names stay unique, as that count never exceeds ``cversion``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kcli.broker.metadata.store import (
+from kcli.metadata.store import (
     ANY_VERSION,
     BadVersionError,
     ChangeEvent,
@@ -77,6 +80,7 @@ class _Node:
         "mtime",
         "version",
         "cversion",
+        "children_created",
         "ephemeral_owner",
         "children",
     )
@@ -87,6 +91,7 @@ class _Node:
         self.ctime = self.mtime = now
         self.version = 0
         self.cversion = 0
+        self.children_created = 0
         self.ephemeral_owner = ephemeral_owner
         self.children: set[str] = set()
 
@@ -214,11 +219,6 @@ class EmbeddedStore(MetadataStore):
                 self._commit([DeleteOp(path) for path in sorted(self._ephemerals, reverse=True)])
             self._closed = True
 
-    def __enter__(self) -> EmbeddedStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- commit -----------------------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ class EmbeddedStore(MetadataStore):
             raise NoNodeError(op.path)
         if parent.ephemeral_owner:
             raise NoChildrenForEphemeralsError(op.path)
-        path = f"{op.path}{parent.cversion:010d}" if op.sequence else op.path
+        path = f"{op.path}{parent.children_created:010d}" if op.sequence else op.path
         if path in self._nodes:
             raise NodeExistsError(path)
         self._save(changes, parent_path)
@@ -280,6 +280,7 @@ class EmbeddedStore(MetadataStore):
             self._ephemerals.add(path)
         parent.children.add(path.rsplit("/", 1)[1])
         parent.cversion += 1
+        parent.children_created += 1
         parent.pzxid = zxid
         changes.events.append(ChangeEvent(ChangeKind.CREATED, path))
         return path
@@ -446,6 +447,7 @@ def _entry(path: str, node: _Node) -> str:
         fields["data_base64"] = base64.b64encode(node.data).decode("ascii")
     for name in _STAT_FIELDS:
         fields[name] = getattr(node, name)
+    fields["children_created"] = node.children_created
     return json.dumps(path, ensure_ascii=False) + ":" + json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -508,6 +510,10 @@ def _parse_node(fields: object) -> _Node:
         if not _is_int(value):
             raise ValueError(f"{name} is not an integer")
         setattr(node, name, value)
+    created = fields.get("children_created", node.cversion)
+    if not _is_int(created):
+        raise ValueError("children_created is not an integer")
+    node.children_created = created
     return node
 
 

@@ -17,8 +17,9 @@ so the semantics are ZooKeeper's:
   with kazoo's method names and commits them when its ``with`` block ends.
 * ``watch(prefix, callback)`` calls ``callback(events)`` once after each committed change or
   transaction that touched a path at or below ``prefix``, with those paths in commit order.
-  Callbacks run on the committing thread and may read the store; an asyncio user hands the events
-  to its loop (``loop.call_soon_threadsafe``).
+  Callbacks run on a thread of the store (the committing thread of the embedded tree, kazoo's
+  event thread for ZooKeeper, which reports one node per batch) and may read the store; an
+  asyncio user hands the events to its loop (``loop.call_soon_threadsafe``).
 """
 
 from __future__ import annotations
@@ -205,6 +206,9 @@ def is_under(path: str, prefix: str) -> bool:
 class MetadataStore(ABC):
     """A znode tree with ZooKeeper's semantics; see the module docstring."""
 
+    # The id of the store's current session: the ``ephemeral_owner`` of the nodes it creates.
+    session_id: int
+
     @abstractmethod
     def get(self, path: str) -> tuple[bytes, Stat]:
         """The node's value and Stat; ``NoNodeError`` when it does not exist."""
@@ -248,6 +252,20 @@ class MetadataStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """End the session: ephemeral nodes are deleted (watchers see it), further calls fail."""
+
+    def on_new_session(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` after the store's session was replaced by a new one (ZooKeeper's
+        session expiry: the old session's ephemeral nodes are gone); returns the remover.
+
+        A store whose session lasts as long as it is open (the embedded tree) never calls it.
+        """
+        return lambda: None
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def transaction(self) -> Transaction:
         """Collect operations to commit atomically: ``with store.transaction() as txn: ...``."""

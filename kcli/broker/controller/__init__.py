@@ -1,0 +1,1 @@
+"""The controller (Kafka's ``KafkaController``): see ``kafka_controller``."""

@@ -1,0 +1,291 @@
+"""What a broker knows of the cluster: Kafka's ``MetadataCache``.
+
+Every topic (``TopicInfo``: id, partitions with replicas, leader, ISR and epochs, config
+overrides), the live brokers (``/brokers/ids``), the controller's id (``/controller``) and the
+brokers' dynamic configs (``/config/brokers``) are
+loaded from the tree at ``start`` and kept current by watching it, so a change written by anyone
+(this broker's admin requests, the controller, another broker, a ZooKeeper-era tool) reaches the
+cache and the ``on_topic_change`` listeners, and requests are answered without reading the tree.
+
+Threads (``metadata_thread``): a store's watch callback only notes what changed; the tree is read
+on the metadata thread and the cache changes, and its listeners run, on the event loop.
+``refresh_topic_async`` reads one topic again at once, so that a request that just wrote it
+answers with what it wrote, whatever the store's watch latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from kcli.broker.metadata_thread import InlineMetadataThread
+from kcli.common import uuid_to_string
+from kcli.errors import ErrorCode, KafkaError
+from kcli.metadata import zk_paths as zk
+from kcli.metadata.store import ChangeEvent, ChangeKind
+from kcli.metadata.topics import ZERO_UUID, TopicChange, TopicChangeKind, TopicInfo, TopicListener
+from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, LoadedState, partition_state
+
+log = logging.getLogger("kcli.broker.metadata")
+
+BROKER_CONFIGS = zk.config_entity_type_path(zk.CONFIG_TYPE_BROKERS)
+
+
+@dataclass
+class _Changed:
+    """What a watch reported: the parts of the tree to read again."""
+
+    brokers: bool = False
+    controller: bool = False
+    broker_configs: bool = False
+    topics: set[str] = field(default_factory=set)
+    states: dict[str, set[int]] = field(default_factory=dict)
+
+
+@dataclass
+class _Read:
+    """The tree's state of what changed, read on the metadata thread."""
+
+    brokers: dict[int, zk.BrokerRegistration] | None = None
+    controller: tuple[int | None] | None = None
+    broker_configs: dict[int | None, dict[str, str]] | None = None
+    topics: dict[str, TopicInfo | None] = field(default_factory=dict)
+    states: dict[str, dict[int, LoadedState | None]] = field(default_factory=dict)
+
+
+class MetadataCache:
+    def __init__(self, zk_client: KafkaZkClient, thread: InlineMetadataThread | None = None) -> None:
+        self.zk_client = zk_client
+        self.thread = thread if thread is not None else InlineMetadataThread()
+        self._lock = threading.RLock()
+        self._topics: dict[str, TopicInfo] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}
+        self._listeners: list[TopicListener] = []
+        self._unwatch: list[Callable[[], None]] = []
+        self._brokers: dict[int, zk.BrokerRegistration] = {}
+        self._controller_id: int | None = None
+        self._broker_configs: dict[int | None, dict[str, str]] = {}
+        self._pending: _Changed | None = None
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Watch the tree, then load all of it (on the metadata thread, before serving)."""
+        for prefix in (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
+            self._unwatch.append(self.zk_client.store.watch(prefix, self._on_tree_change))
+        self._broker_configs = self._read_broker_configs()
+        self._brokers = self._read_brokers()
+        self._controller_id = self.zk_client.controller_id()
+        for name in self.zk_client.topic_names():
+            self.refresh_topic(name)
+
+    def close(self) -> None:
+        for unwatch in self._unwatch:
+            unwatch()
+        self._unwatch.clear()
+
+    def on_topic_change(self, listener: TopicListener) -> Callable[[], None]:
+        """Call ``listener`` after each topic is created, updated or deleted; returns the remover."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def topics(self) -> dict[str, TopicInfo]:
+        with self._lock:
+            return dict(self._topics)
+
+    def topic(self, name: str) -> TopicInfo | None:
+        with self._lock:
+            return self._topics.get(name)
+
+    def alive_brokers(self) -> dict[int, zk.BrokerRegistration]:
+        """The registered brokers by id, ascending."""
+        with self._lock:
+            return dict(self._brokers)
+
+    def broker_configs(self, broker_id: int | None) -> dict[str, str]:
+        """The dynamic config overrides of one broker, or the cluster-wide defaults for None."""
+        with self._lock:
+            return dict(self._broker_configs.get(broker_id, {}))
+
+    def controller_id(self) -> int | None:
+        """The broker id in ``/controller``, or None while no broker holds the role."""
+        return self._controller_id
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        with self._lock:
+            name = self._names_by_id.get(topic_id)
+            return self._topics.get(name) if name is not None else None
+
+    def find_topic(self, name: str | None = None, topic_id: uuid.UUID | None = None) -> TopicInfo:
+        """The topic named, or with ``topic_id``, with the errors Kafka answers a request that
+        names a topic one way or the other (DeleteTopics)."""
+        if name is not None and topic_id is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+        if name is None and topic_id is None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+        if topic_id is not None:
+            if topic_id == ZERO_UUID:
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST, f"Attempt to find topic with invalid topicId {uuid_to_string(topic_id)}"
+                )
+            found = self.topic_by_id(topic_id)
+            if found is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+            return found
+        assert name is not None
+        found = self.topic(name)
+        if found is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return found
+
+    # -- following the tree -----------------------------------------------------------------------
+
+    def refresh_topic(self, name: str) -> TopicInfo | None:
+        """Read ``name`` from the tree and apply it at once (None: the topic is gone): at start,
+        and where tree reads may block (the tools and tests); requests use the async form."""
+        topic = self.zk_client.load_topic(name)
+        self._apply(name, topic)
+        return topic
+
+    async def refresh_topic_async(self, name: str) -> TopicInfo | None:
+        """Read ``name`` on the metadata thread, then apply it on the loop."""
+        topic = await self.thread.call(self.zk_client.load_topic, name)
+        self._apply(name, topic)
+        return topic
+
+    async def refresh_broker_configs_async(self) -> None:
+        """Read the brokers' dynamic configs on the metadata thread, then apply them on the loop."""
+        configs = await self.thread.call(self._read_broker_configs)
+        with self._lock:
+            self._broker_configs = configs
+
+    def _on_tree_change(self, events: list[ChangeEvent]) -> None:
+        """A store's watch, on its thread: note what changed and have it read. Changes noted
+        before the read starts are read together (ZooKeeper reports a topic of 1,000 partitions
+        as some 3,000 node events: one read of the topic, not one per node)."""
+        with self._lock:
+            first = self._pending is None
+            if first:
+                self._pending = _Changed()
+            self._note(self._pending, events)
+        if first:
+            self.thread.submit(self._read_pending)
+
+    def _read_pending(self) -> None:
+        with self._lock:
+            changed, self._pending = self._pending, None
+        if changed is not None:
+            self._read(changed)
+
+    @staticmethod
+    def _note(changed: _Changed, events: list[ChangeEvent]) -> None:
+        for event in events:
+            parts = event.path.split("/")
+            if event.path.startswith(BROKER_CONFIGS + "/"):
+                changed.broker_configs = True
+            elif event.path.startswith(zk.BROKER_IDS + "/"):
+                changed.brokers = True
+            elif event.path == zk.CONTROLLER:
+                changed.controller = True
+            elif event.path.startswith(zk.TOPICS + "/"):
+                if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
+                    changed.states.setdefault(parts[3], set()).add(int(parts[5]))
+                else:
+                    changed.topics.add(parts[3])
+            elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
+                changed.topics.add(parts[3])
+
+    def _read(self, changed: _Changed) -> None:
+        """On the metadata thread: the tree's current state of what changed, handed to the loop."""
+        read = _Read()
+        if changed.brokers:
+            read.brokers = self._read_brokers()
+        if changed.controller:
+            read.controller = (self.zk_client.controller_id(),)
+        if changed.broker_configs:
+            read.broker_configs = self._read_broker_configs()
+        for name in sorted(changed.topics):
+            read.topics[name] = self.zk_client.load_topic(name)
+        for name in sorted(changed.states.keys() - changed.topics):
+            read.states[name] = {p: self.zk_client.partition_state(name, p) for p in changed.states[name]}
+        self.thread.to_loop(self._apply_read, read)
+
+    def _read_broker_configs(self) -> dict[int | None, dict[str, str]]:
+        configs: dict[int | None, dict[str, str]] = {None: self.zk_client.broker_configs(None)}
+        for broker_id in self.zk_client.brokers_with_configs():
+            configs[broker_id] = self.zk_client.broker_configs(broker_id)
+        return configs
+
+    def _read_brokers(self) -> dict[int, zk.BrokerRegistration]:
+        brokers = {}
+        for broker_id in self.zk_client.registered_brokers():
+            registration = self.zk_client.broker_registration(broker_id)
+            if registration is not None:
+                brokers[broker_id] = registration
+        return brokers
+
+    def _apply_read(self, read: _Read) -> None:
+        if read.brokers is not None:
+            with self._lock:
+                self._brokers = read.brokers
+        if read.controller is not None:
+            self._controller_id = read.controller[0]
+        if read.broker_configs is not None:
+            with self._lock:
+                self._broker_configs = read.broker_configs
+        for name, topic in read.topics.items():
+            self._apply(name, topic)
+        for name, states in read.states.items():
+            self._apply_states(name, states)
+
+    def _apply_states(self, name: str, states: dict[int, LoadedState | None]) -> None:
+        topic = self.topic(name)
+        if topic is None or not states.keys() <= topic.partitions.keys() or None in states.values():
+            # A partition the cache does not know, or a state gone: read the whole topic again.
+            self.thread.submit(lambda: self._read(_Changed(topics={name})))
+            return
+        updated = dict(topic.partitions)
+        for partition, loaded in states.items():
+            previous = updated[partition]
+            updated[partition] = partition_state(
+                previous.replicas, previous.adding_replicas, previous.removing_replicas, loaded
+            )
+        self._apply(name, replace(topic, partitions=updated))
+
+    def _apply(self, name: str, topic: TopicInfo | None) -> None:
+        with self._lock:
+            previous = self._topics.get(name)
+            if previous == topic:
+                return
+            if previous is not None:
+                self._names_by_id.pop(previous.topic_id, None)
+            if topic is None:
+                del self._topics[name]
+            else:
+                self._topics[name] = topic
+                self._names_by_id[topic.topic_id] = name
+            listeners = list(self._listeners)
+        if previous is None:
+            kind = TopicChangeKind.CREATED
+        elif topic is None:
+            kind = TopicChangeKind.DELETED
+        else:
+            kind = TopicChangeKind.UPDATED
+        change = TopicChange(kind, name, topic, previous)
+        for listener in listeners:
+            try:
+                listener(change)
+            except Exception:
+                log.exception("A topic listener failed on %s of topic %s", kind.value, name)

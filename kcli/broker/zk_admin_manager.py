@@ -1,0 +1,63 @@
+"""The broker's side of admin requests (Kafka's ``ZkAdminManager``).
+
+CreateTopics, CreatePartitions, DeleteTopics and the config requests write through the
+``AdminZkClient`` on the metadata thread (never on the event loop) and answer with what they
+wrote: after each write the metadata cache reads the topic again at once, whatever the latency of
+the store's watches, so the request's answer and the next request on any connection see it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+
+from kcli.broker.metadata_cache import MetadataCache
+from kcli.metadata.admin_zk_client import AdminZkClient
+from kcli.metadata.topics import TopicInfo
+
+
+class ZkAdminManager:
+    def __init__(self, admin_zk_client: AdminZkClient, metadata: MetadataCache) -> None:
+        self.admin_zk_client = admin_zk_client
+        self.metadata = metadata
+        self.thread = metadata.thread
+
+    async def create_topic(self, name: str, *args, **kwargs) -> TopicInfo:
+        """``AdminZkClient.create_topic``'s arguments; the topic as created."""
+        topic = await self.thread.call(self.admin_zk_client.create_topic, name, *args, **kwargs)
+        if kwargs.get("validate_only"):
+            return topic
+        return await self.metadata.refresh_topic_async(name) or topic
+
+    async def create_partitions(
+        self,
+        name: str,
+        new_total: int,
+        assignment: Sequence[Sequence[int]] | None = None,
+        *,
+        validate_only: bool = False,
+        **kwargs,
+    ) -> TopicInfo:
+        """``AdminZkClient.create_partitions``'s arguments; the topic as grown."""
+        grown = await self.thread.call(
+            self.admin_zk_client.create_partitions,
+            self.metadata.topic(name), name, new_total, assignment, validate_only=validate_only, **kwargs,
+        )
+        if validate_only:
+            return grown
+        return await self.metadata.refresh_topic_async(name) or grown
+
+    async def delete_topic(self, name: str | None = None, topic_id: uuid.UUID | None = None) -> TopicInfo:
+        """Delete the topic named, or with ``topic_id``; the topic as it was."""
+        topic = self.metadata.find_topic(name, topic_id)
+        await self.thread.call(self.admin_zk_client.delete_topic, topic)
+        await self.metadata.refresh_topic_async(topic.name)
+        return topic
+
+    async def set_topic_configs(self, name: str, configs: Mapping[str, str], **kwargs) -> TopicInfo | None:
+        await self.thread.call(self.admin_zk_client.set_topic_configs, name, configs, **kwargs)
+        return await self.metadata.refresh_topic_async(name)
+
+    async def set_broker_configs(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
+        await self.thread.call(self.admin_zk_client.set_broker_configs, broker_id, configs)
+        await self.metadata.refresh_broker_configs_async()

@@ -1,0 +1,83 @@
+"""Topics and partitions as the cluster's metadata describes them (Kafka's metadata cache entries).
+
+``TopicInfo`` and ``PartitionState`` are values: read from the tree by ``zk_client``, cached by the
+broker's ``MetadataCache``, written by ``admin_zk_client`` and the controller.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kcli.common import uuid_to_string
+from kcli.metadata import topic_names
+from kcli.metadata import zk_paths as zk
+
+ZERO_UUID = uuid.UUID(int=0)
+_ONE_UUID = uuid.UUID(int=1)
+
+
+def random_uuid() -> uuid.UUID:
+    """Kafka's Uuid.randomUuid: never the reserved 0 or 1, never one whose string starts with '-'."""
+    while True:
+        candidate = uuid.uuid4()
+        if candidate not in (ZERO_UUID, _ONE_UUID) and not uuid_to_string(candidate).startswith("-"):
+            return candidate
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One partition: replicas in preference order, ISR, leader and the epochs that fence them.
+
+    A partition whose state znode is missing (not yet elected) has leader -1 and epochs -1.
+    """
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = zk.LEADER_RECOVERED
+    controller_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A topic as cached: treat ``partitions`` and ``configs`` as read-only."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: Mapping[int, PartitionState]
+    configs: Mapping[str, str]
+
+    @property
+    def is_internal(self) -> bool:
+        return topic_names.is_internal(self.name)
+
+    @property
+    def replication_factor(self) -> int:
+        """Replicas of the first partition, minus any being added (what Kafka's describe shows)."""
+        first = self.partitions.get(0) or next(iter(self.partitions.values()), None)
+        return len(first.replicas) - len(first.adding_replicas) if first is not None else 0
+
+
+class TopicChangeKind(enum.Enum):
+    CREATED = "created"
+    UPDATED = "updated"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    kind: TopicChangeKind
+    name: str
+    topic: TopicInfo | None
+    previous: TopicInfo | None
+
+
+TopicListener = Callable[[TopicChange], None]
+ConfigValidator = Callable[[Mapping[str, str]], None]

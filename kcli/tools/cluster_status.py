@@ -1,0 +1,165 @@
+"""``kcli cluster status``: a ZooKeeper-mode cluster's brokers, controller and offline partitions.
+
+Read from Kafka's znodes (``KafkaZkClient``), writing nothing: the registered brokers
+(``/brokers/ids/N``: id, endpoints, rack), the controller (``/controller``) and its epoch
+(``/controller_epoch``), and the offline partitions: those whose state znode has no leader (-1)
+or a leader that is not a registered broker (Kafka's ``--unavailable-partitions``). The session
+and connection timeouts are those of Kafka's ZooKeeper-mode tools (30 s). A chroot that does not
+exist holds no cluster: one line, exit 1.
+
+Plain output::
+
+    Brokers: 2
+    \tBroker: 0\tEndpoints: PLAINTEXT://127.0.0.1:9092\tRack: none
+    Controller: 0\tControllerEpoch: 1
+    OfflinePartitions: 1
+    \tTopic: T\tPartition: 0\tLeader: none\tReplicas: 1\tIsr: 1
+
+``Controller: none`` when no broker holds the role. ``--output json`` writes one object:
+``{"brokers": [{"id": int, "endpoints": [str], "rack": str | null}], "controller": int | null,
+"controller_epoch": int | null, "offline_partitions": [{"topic": str, "partition": int, "leader":
+int, "replicas": [int], "isr": [int]}]}``. A znode that cannot be parsed is named on stderr and
+left out; the command then exits 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcli.errors import EXIT_ERROR, EXIT_OK, KcliError
+from kcli.metadata import zk_paths as zk
+from kcli.metadata.store import NoNodeError
+from kcli.metadata.zk_client import KafkaZkClient
+from kcli.metadata.zookeeper import ZooKeeperStore, split_connect
+from kcli.output import Output
+
+# Kafka's ZooKeeper-mode tools (TopicCommand, ZkSecurityMigrator) open their sessions with these.
+TOOL_TIMEOUT_MS = 30000
+
+
+@dataclass
+class ClusterStatus:
+    brokers: list[tuple[int, zk.BrokerRegistration]] = field(default_factory=list)
+    controller: int | None = None
+    controller_epoch: int | None = None
+    offline: list[tuple[str, int, zk.LeaderAndIsr | None, tuple[int, ...]]] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "brokers": [
+                {"id": broker_id, "endpoints": [e.connection_string for e in reg.endpoints], "rack": reg.rack}
+                for broker_id, reg in self.brokers
+            ],
+            "controller": self.controller,
+            "controller_epoch": self.controller_epoch,
+            "offline_partitions": [
+                {"topic": topic, "partition": partition, "leader": _leader(state), "replicas": list(replicas), "isr": list(_isr(state))}
+                for topic, partition, state, replicas in self.offline
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        lines = [f"Brokers: {len(self.brokers)}"]
+        for broker_id, reg in self.brokers:
+            endpoints = ",".join(e.connection_string for e in reg.endpoints)
+            lines.append(f"\tBroker: {broker_id}\tEndpoints: {endpoints}\tRack: {reg.rack or 'none'}")
+        lines.append(f"Controller: {_text(self.controller)}\tControllerEpoch: {_text(self.controller_epoch)}")
+        lines.append(f"OfflinePartitions: {len(self.offline)}")
+        for topic, partition, state, replicas in self.offline:
+            leader = _leader(state)
+            lines.append(
+                f"\tTopic: {topic}\tPartition: {partition}\tLeader: {leader if leader >= 0 else 'none'}"
+                f"\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, _isr(state)))}"
+            )
+        return lines
+
+
+def _leader(state: zk.LeaderAndIsr | None) -> int:
+    return state.leader if state is not None else zk.NO_LEADER
+
+
+def _isr(state: zk.LeaderAndIsr | None) -> tuple[int, ...]:
+    return state.isr if state is not None else ()
+
+
+def _text(value: int | None) -> str:
+    return "none" if value is None else str(value)
+
+
+def read_status(client: KafkaZkClient) -> ClusterStatus:
+    status = ClusterStatus()
+    for broker_id in client.registered_brokers():
+        try:
+            registration = client.broker_registration(broker_id)
+        except zk.ZNodeFormatError as e:
+            status.unreadable.append(f"{zk.broker_id_path(broker_id)}: {e}")
+            continue
+        if registration is not None:  # gone since the listing
+            status.brokers.append((broker_id, registration))
+    live = {broker_id for broker_id, _ in status.brokers}
+    status.controller = _read(status, zk.CONTROLLER, lambda data: zk.decode_controller(data).broker_id, client)
+    status.controller_epoch = _read(status, zk.CONTROLLER_EPOCH, zk.decode_controller_epoch, client)
+    try:
+        topics = sorted(client.topic_names())
+    except NoNodeError:
+        topics = []
+    for topic in topics:
+        try:
+            assignment, _ = client.topic_assignment(topic)
+        except zk.ZNodeFormatError as e:
+            status.unreadable.append(f"{zk.topic_path(topic)}: {e}")
+            continue
+        except KcliError:  # deleted since the listing
+            continue
+        for partition, replicas in sorted(assignment.partitions.items()):
+            try:
+                loaded = client.partition_state(topic, partition)
+            except zk.ZNodeFormatError as e:
+                status.unreadable.append(f"{zk.partition_state_path(topic, partition)}: {e}")
+                continue
+            state = loaded[0] if loaded is not None else None
+            if _leader(state) == zk.NO_LEADER or _leader(state) not in live:
+                status.offline.append((topic, partition, state, replicas))
+    return status
+
+
+def _read(status: ClusterStatus, path: str, decode, client: KafkaZkClient):
+    """One znode decoded, or None when it does not exist (this tool creates nothing)."""
+    try:
+        return decode(client.store.get(path)[0])
+    except NoNodeError:
+        return None
+    except zk.ZNodeFormatError as e:
+        status.unreadable.append(f"{path}: {e}")
+        return None
+
+
+def open_store(connect: str) -> ZooKeeperStore:
+    """A session on the cluster's ZooKeeper; the chroot must exist (a broker creates it)."""
+    hosts, chroot = split_connect(connect)
+    if chroot is not None:
+        bare = ZooKeeperStore(hosts, session_timeout_ms=TOOL_TIMEOUT_MS).start()
+        try:
+            if bare.exists(chroot) is None:
+                raise KcliError(f"no Kafka cluster at {connect}: the chroot {chroot} does not exist")
+        finally:
+            bare.close()
+    return ZooKeeperStore(connect, session_timeout_ms=TOOL_TIMEOUT_MS).start()
+
+
+def print_status(connect: str, out: Output) -> int:
+    store = open_store(connect)
+    try:
+        status = read_status(KafkaZkClient(store))
+    finally:
+        store.close()
+    if out.json:
+        out.obj(status.as_json())
+    else:
+        out.lines(status.lines())
+    out.flush()
+    for problem in status.unreadable:
+        out.diag(f"Error: skipped {problem}")
+    return EXIT_ERROR if status.unreadable else EXIT_OK

@@ -1,0 +1,84 @@
+"""A real ZooKeeper server and real ``kcli broker start`` processes in ZooKeeper mode.
+
+Each test gets its own chroot on the session's ZooKeeper server, so clusters never meet; every
+broker binds 127.0.0.1 on a free port and is stopped by PID when the test ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.broker_process import BrokerProcess
+
+# Short sessions keep failover tests short; ZooKeeper's test server allows 1-40 s.
+SESSION_TIMEOUT_MS = 4000
+
+
+class Cluster:
+    def __init__(self, zookeeper, chroot: str, root: Path) -> None:
+        self.zookeeper = zookeeper
+        self.chroot = chroot
+        self.root = root
+        self.brokers: dict[int, BrokerProcess] = {}
+
+    @property
+    def connect(self) -> str:
+        return f"{self.zookeeper.connect}{self.chroot}"
+
+    def broker(self, broker_id: int, **overrides: str) -> BrokerProcess:
+        process = BrokerProcess(
+            self.root / f"logs{broker_id}",
+            {
+                "broker.id": str(broker_id),
+                "zookeeper.connect": self.connect,
+                "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                "offsets.topic.num.partitions": "6",
+                **overrides,
+            },
+        )
+        self.brokers[broker_id] = process
+        return process
+
+    def start(self, count: int) -> Cluster:
+        for broker_id in range(count):
+            self.broker(broker_id).start(timeout=60)
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.process and b.process.poll() is None)
+
+    def zk(self) -> KazooClient:
+        client = KazooClient(hosts=self.connect)
+        client.start(timeout=15)
+        return client
+
+    def stop(self) -> None:
+        for process in self.brokers.values():
+            process.stop()
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.1):
+    """The first truthy value of ``predicate`` within ``timeout`` seconds (fails the test otherwise)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"condition not met within {timeout} s (last value: {last!r})")
+
+
+@pytest.fixture
+def cluster(zookeeper_server, tmp_path, request) -> Iterator[Cluster]:
+    made = Cluster(zookeeper_server, f"/{request.node.name.translate(str.maketrans('[]/', '-- '))}".replace(" ", ""), tmp_path)
+    try:
+        yield made
+    finally:
+        made.stop()
