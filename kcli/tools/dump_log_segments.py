@@ -48,7 +48,7 @@ def dump_log_segments(
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per file, batch, record and index entry.")] = Format.plain,
 ) -> None:
     from kcli.output import Output
-    from kcli.tools.dump import DumpOptions, Dumper, record_parser
+    from kcli.tools.dump_log_segments_command import DumpOptions, Dumper, record_parser
 
     out = Output(output)
     parser = record_parser(out, key_decoder_class, value_decoder_class, offsets_decoder, transaction_log_decoder,
