@@ -42,7 +42,7 @@ complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
 
 # broker
-complete -c kcli -n '__fish_seen_subcommand_from broker' -a start -d 'Start a broker in the foreground with an embedded metadata store (no ZooKeeper needed)'
+complete -c kcli -n '__fish_seen_subcommand_from broker' -a start -d 'Start a broker in the foreground: metadata embedded, or in ZooKeeper with zookeeper.connect'
 complete -c kcli -n '__fish_seen_subcommand_from broker' -l help -d 'Show this message and exit'
 
 # broker start

@@ -1,9 +1,10 @@
 """One broker process: configuration, storage, metadata, the network, and their life cycle.
 
-Start-up: lock and load every ``log.dirs`` entry (recovering logs after a crash), check or write
-``meta.properties`` (broker id and cluster id, as a ZooKeeper-era broker writes it), open the
-metadata tree, become the controller (single-process mode), host every partition assigned to
-this broker, then listen. Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests
+Start-up: lock every ``log.dirs`` entry, open the metadata tree (embedded, or ZooKeeper with
+``zookeeper.connect``), check or write ``meta.properties`` (broker id and cluster id, as a
+ZooKeeper-era broker writes it), load the logs (recovering them after a crash), bind the
+listeners, register under ``/brokers/ids``, run for controller, host every partition this broker
+leads, then accept requests. Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests
 finish, flush every log, write the checkpoints and the clean-shutdown marker.
 
 Periodic work runs off the event loop in a thread: flushing (``log.flush.scheduler.interval.ms``),

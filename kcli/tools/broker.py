@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(broker_app)
 
 
-@broker_app.command("start", help="Start a broker in the foreground with an embedded metadata store (no ZooKeeper needed).")
+@broker_app.command("start", help="Start a broker in the foreground: metadata embedded, or in ZooKeeper with zookeeper.connect.")
 def start(
     properties: Annotated[Optional[str], typer.Argument(metavar="[server.properties]", help="Kafka broker properties file.")] = None,
     config: Annotated[Optional[str], typer.Option("--config", "-c", help="Kafka broker properties file (same as the argument).")] = None,
