@@ -75,25 +75,43 @@ def _require(command: str, args: dict[str, Any]) -> None:
 
 
 class _Session:
-    """A cluster connection, its admin calls and a private event loop for the blocking tool."""
+    """A cluster connection, its admin calls and a private event loop for the blocking tool.
+
+    The connection opens at the first admin call, inside the subcommand, so that a broker that
+    cannot be reached fails with the subcommand's own line ("Failed to list transactions: ..."),
+    as the admin call's failure does in Kafka's tool."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.settings = settings
+        self._admin_session: Any = None
 
     def __enter__(self) -> _Session:
-        from kcli.client.transaction_admin import TransactionAdmin
-        from kcli.tools._admin_common import AdminSession
-
-        self._admin_session = AdminSession(self.settings).__enter__()
-        self.admin = self._admin_session.admin
-        self.transactions = TransactionAdmin(self._admin_session.cluster)
         return self
 
+    def _opened(self) -> Any:
+        if self._admin_session is None:
+            from kcli.client.transaction_admin import TransactionAdmin
+            from kcli.tools._admin_common import AdminSession
+
+            self._admin_session = AdminSession(self.settings).__enter__()
+            self._transactions = TransactionAdmin(self._admin_session.cluster)
+        return self._admin_session
+
+    @property
+    def admin(self) -> Any:
+        return self._opened().admin
+
+    @property
+    def transactions(self) -> Any:
+        self._opened()
+        return self._transactions
+
     def run(self, coroutine: Any) -> Any:
-        return self._admin_session.run(coroutine)
+        return self._opened().run(coroutine)
 
     def __exit__(self, *exc: object) -> None:
-        self._admin_session.__exit__(*exc)
+        if self._admin_session is not None:
+            self._admin_session.__exit__(*exc)
 
 
 # -- printing ----------------------------------------------------------------------------------------
