@@ -31,6 +31,10 @@ class Cluster:
         return f"{self.zookeeper.connect}{self.chroot}"
 
     def broker(self, broker_id: int, **overrides: str) -> BrokerProcess:
+        held = self.brokers.get(broker_id)
+        if held is not None and held.process is not None and held.process.poll() is None:
+            # The table is how the fixture stops its brokers: replacing a running one would leak it.
+            raise ValueError(f"broker {broker_id} is running already")
         process = BrokerProcess(
             self.root / f"logs{broker_id}",
             {
