@@ -104,6 +104,7 @@ class Broker:
         store = await thread.call(self._open_metadata_store)
         self.zk_client = KafkaZkClient(store)
         await thread.call(self.zk_client.create_top_level_paths)
+        self.id = await thread.call(self._resolve_broker_id)
         self.metadata = MetadataCache(self.zk_client, thread)
         self.admin_manager = ZkAdminManager(
             AdminZkClient(
@@ -163,6 +164,29 @@ class Broker:
             return store.start()
         except MetadataStoreError as e:
             raise KcliError(str(e)) from None
+
+    def _resolve_broker_id(self) -> int:
+        """Kafka's getOrGenerateBrokerId, on the metadata thread: ``broker.id`` when configured;
+        else the id ``meta.properties`` holds; else, in ZooKeeper mode with
+        ``broker.id.generation.enable``, ``reserved.broker.max.id`` plus the next number of
+        ``/brokers/seqid`` (the first generated id is 1001); a single embedded broker is 0."""
+        configured = self.config.get("broker.id")
+        if configured >= 0:
+            return configured
+        for log_dir in self.log_dirs:
+            try:
+                stored = read_meta_properties(log_dir / META_PROPERTIES).get("broker.id")
+            except FileNotFoundError:
+                continue
+            if stored is not None and stored.lstrip("-").isdigit():
+                return int(stored)
+        if not self.config.get("zookeeper.connect"):
+            return self.config.broker_id
+        if not self.config.get("broker.id.generation.enable"):
+            raise KcliError("broker.id is not set and broker.id.generation.enable is false: set broker.id (0 to reserved.broker.max.id)")
+        broker_id = self.zk_client.generate_broker_sequence_id() + self.config.get("reserved.broker.max.id")
+        log.info("Generated broker.id %d from %s", broker_id, zk_paths.BROKER_SEQUENCE_ID)
+        return broker_id
 
     def _register(self) -> None:
         """``/brokers/ids/<id>``, on the metadata thread."""

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import (
+    BadVersionError,
     CreateOp,
     DeleteOp,
     MetadataStore,
@@ -91,6 +93,16 @@ class KafkaZkClient:
             self.check_broker_id_free(broker_id)
         return registration
 
+    def generate_broker_sequence_id(self) -> int:
+        """The next broker sequence number: ``/brokers/seqid`` is written (empty, any version) and
+        its new version is the number, as Kafka's KafkaZkClient.generateBrokerSequenceId; a
+        generated broker id is this plus ``reserved.broker.max.id``."""
+        try:
+            return self.store.set(zk.BROKER_SEQUENCE_ID, b"").version
+        except NoNodeError:
+            self.store.ensure_path(zk.BROKER_SEQUENCE_ID)
+            return self.store.set(zk.BROKER_SEQUENCE_ID, b"").version
+
     def check_broker_id_free(self, broker_id: int) -> None:
         """Kafka's refusal (KafkaZkClient.checkedEphemeralCreate) when another session holds
         ``/brokers/ids/<id>``: checked before a broker loads anything, and at registration."""
@@ -152,6 +164,26 @@ class KafkaZkClient:
             ]
         )
         return epoch + 1
+
+    def enable_feature_versioning(self) -> None:
+        """``/feature`` as a Kafka 2.8 controller leaves it on election (IBP 2.7+): created enabled
+        with no finalized features (``{"features":{},"version":1,"status":1}``), or switched to
+        enabled when found disabled; an enabled one is left as it is."""
+        enabled = zk.FeatureZNode(status=zk.FEATURE_ENABLED, features={}, version=1)
+        try:
+            data, stat = self.store.get(zk.FEATURE)
+        except NoNodeError:
+            try:
+                self.store.create(zk.FEATURE, zk.encode_feature_znode(enabled))
+            except NodeExistsError:
+                pass
+            return
+        current = zk.decode_feature_znode(data)
+        if current.status != zk.FEATURE_ENABLED:
+            try:
+                self.store.set(zk.FEATURE, zk.encode_feature_znode(replace(current, status=zk.FEATURE_ENABLED)), stat.version)
+            except BadVersionError:
+                pass  # changed meanwhile: whoever changed it decided
 
     # -- topics -----------------------------------------------------------------------------------
 

@@ -91,6 +91,10 @@ class KafkaController:
             self.active = True
         log.info("[Controller id=%d] %d successfully elected as the controller. Epoch incremented to %d",
                  self.broker_id, self.broker_id, epoch)
+        try:
+            self.zk_client.enable_feature_versioning()
+        except zk.ZNodeFormatError as e:
+            log.error("[Controller id=%d] Cannot read %s, left as it is: %s", self.broker_id, zk.FEATURE, e)
         store = self.zk_client.store
         self._live = set(self.zk_client.registered_brokers())
         self._unwatch.append(store.watch(zk.TOPICS, self._on_tree_change))
