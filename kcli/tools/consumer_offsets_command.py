@@ -26,6 +26,7 @@ partition by partition and prints the differences (exit 1 when there are any).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,26 +167,48 @@ class Stores:
             live[group] = [] if result.state in ("Empty", "Dead") else [m.member_id for m in result.members] or [result.state]
         return live
 
-    def write(self, store: str, group: str, offsets: Mapping[TopicPartition, int]) -> None:
-        """All of the group's offsets in one batch, or an error and none."""
-        if not offsets:
-            return
+    def write(self, store: str, batches: Mapping[str, Mapping[TopicPartition, int]]) -> dict[str, KcliError | None]:
+        """Each group's offsets in one batch (all of them or none); the groups are written
+        concurrently. Returns each group's error, or None when it was written."""
+        batches = {g: offsets for g, offsets in batches.items() if offsets}
         if store == ZOOKEEPER:
-            from kcli.metadata.store import MetadataStoreError
+            return {g: self._write_zk(g, offsets) for g, offsets in batches.items()}
+        if not batches:
+            return {}
+        self.group_admin  # connects
+        return self.run(self._commit_all(batches))
 
-            try:
-                self.zk.write_offsets(group, offsets)
-            except MetadataStoreError as exc:
-                raise KcliError(f"Writing the offsets of group '{group}' to ZooKeeper failed, nothing written: {exc}") from None
-            return
+    def _write_zk(self, group: str, offsets: Mapping[TopicPartition, int]) -> KcliError | None:
+        from kcli.metadata.store import MetadataStoreError
+
+        try:
+            self.zk.write_offsets(group, offsets)
+        except MetadataStoreError as exc:
+            return KcliError(f"Writing the offsets of group '{group}' to ZooKeeper failed, nothing written: {exc}")
+        return None
+
+    async def _commit_all(self, batches: Mapping[str, Mapping[TopicPartition, int]]) -> dict[str, KcliError | None]:
+        import asyncio
+
         from kcli.errors import ErrorCode
 
-        results = self.run(self.group_admin.commit_offsets(group, offsets))
-        failed = {tp: code for tp, code in results.items() if code}
-        if failed:
-            tp, code = sorted(failed.items())[0]
-            raise KcliError(f"Committing the offsets of group '{group}' to Kafka failed for {len(failed)} partition(s), "
-                            f"first {tp}: {ErrorCode.for_code(code).name}")
+        limit = asyncio.Semaphore(32)
+
+        async def one(group: str) -> KcliError | None:
+            async with limit:
+                try:
+                    results = await self.group_admin.commit_offsets(group, batches[group])
+                except KafkaError as exc:
+                    return KcliError(f"Committing the offsets of group '{group}' to Kafka failed: {exc}")
+            failed = sorted((tp, code) for tp, code in results.items() if code)
+            if failed:
+                tp, code = failed[0]
+                return KcliError(f"Committing the offsets of group '{group}' to Kafka failed for {len(failed)} partition(s), "
+                                 f"first {tp}: {ErrorCode.for_code(code).name}")
+            return None
+
+        groups = list(batches)
+        return dict(zip(groups, await asyncio.gather(*(one(g) for g in groups))))
 
     def partitions_of(self, topics: Iterable[str]) -> dict[str, set[int] | None]:
         """Each topic's partitions in the cluster (None for a topic that does not exist)."""
@@ -278,14 +301,12 @@ def import_(o: Options, target: str, fmt: str, input_file: str) -> int:
     stores = Stores(o, out)
     ok = True
     try:
-        for group in sorted(offsets):
-            try:
-                stores.write(target, group, offsets[group])
-            except KcliError as exc:
-                out.diag(f"Error: {exc}")
+        for group, failure in sorted(stores.write(target, offsets).items()):
+            if failure is not None:
+                out.diag(f"Error: {failure}")
                 ok = False
-                continue
-            out.line(f"Imported {len(offsets[group])} offset(s) of group '{group}' into {target}.")
+            else:
+                out.line(f"Imported {len(offsets[group])} offset(s) of group '{group}' into {target}.")
     finally:
         out.flush()
         stores.close()
@@ -330,13 +351,14 @@ def _migrate(stores: Stores, out: Output, source: str, target: str, groups: list
 
     if not execute:
         out.diag(DRY_RUN_NOTE)
-    sources = stores.read(source, groups)
-    targets = stores.read(target, groups)
-    live: dict[str, list[str]] = {g: [] for g in groups}
-    if not force:
-        for store in STORES:
-            for group, members in stores.live_members(store, groups).items():
-                live[group] += members
+    # ZooKeeper is read on a thread while the brokers are asked: kazoo answers a few thousand
+    # reads a second, and the brokers' answers mostly wait on the network meanwhile.
+    with ThreadPoolExecutor(1) as pool:
+        zk_work = pool.submit(lambda: (stores.read(ZOOKEEPER, groups), {} if force else stores.live_members(ZOOKEEPER, groups)))
+        kafka_read, kafka_live = stores.read(KAFKA, groups), ({} if force else stores.live_members(KAFKA, groups))
+        zk_read, zk_live = zk_work.result()
+    sources, targets = (zk_read, kafka_read) if source == ZOOKEEPER else (kafka_read, zk_read)
+    live = {g: zk_live.get(g, []) + kafka_live.get(g, []) for g in groups}
     wanted_topics = {tp.topic for read in sources.values() if read for tp in read[0]}
     partitions = stores.partitions_of(wanted_topics)
     checked: list[tuple[str, dict[TopicPartition, int], dict[TopicPartition, int]]] = []
@@ -367,14 +389,14 @@ def _migrate(stores: Stores, out: Output, source: str, target: str, groups: list
     plans = [_plan(out, group, requested, current, starts, ends, allow_rewind) for group, requested, current in checked]
     _print_plan(out, plans)
     if execute:
+        changes = {plan.group: plan.changes for plan in plans}
+        failures = stores.write(target, changes)
         for plan in plans:
-            changes = plan.changes
-            try:
-                stores.write(target, plan.group, changes)
-            except KcliError as exc:
-                error(str(exc))
-                continue
-            out.diag(f"Migrated {len(changes)} offset(s) of group '{plan.group}' to {target}.")
+            failure = failures.get(plan.group)
+            if failure is not None:
+                error(str(failure))
+            else:
+                out.diag(f"Migrated {len(changes[plan.group])} offset(s) of group '{plan.group}' to {target}.")
     return 0 if ok else EXIT_ERROR
 
 
@@ -412,8 +434,10 @@ def _verify(stores: Stores, out: Output, groups: list[str]) -> int:
 
     if stores.o.all_groups:
         groups = sorted(set(groups) | set(stores.group_ids(KAFKA)))
-    zk_side = stores.read(ZOOKEEPER, groups)
-    kafka_side = stores.read(KAFKA, groups)
+    with ThreadPoolExecutor(1) as pool:
+        zk_work = pool.submit(stores.read, ZOOKEEPER, groups)
+        kafka_side = stores.read(KAFKA, groups)
+        zk_side = zk_work.result()
     ok = True
     rows: list[list[str]] = []
     for group in groups:
