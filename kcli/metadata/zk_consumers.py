@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from kcli.common import TopicPartition
 from kcli.metadata import zk_paths as zk
-from kcli.metadata.store import CreateOp, MetadataStore, NodeExistsError, NoNodeError, Op, SetDataOp
+from kcli.metadata.store import ANY_VERSION, CreateOp, MetadataStore, NodeExistsError, NoNodeError, Op, SetDataOp
 
 
 @dataclass
@@ -152,14 +152,22 @@ class ZkConsumerGroups:
                 stored.malformed.sort()
         return result
 
-    def write_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+    def write_offsets(self, group: str, offsets: Mapping[TopicPartition, int], *, if_unchanged: bool = True) -> None:
         """Store the group's offsets in one transaction (create-or-set each node, creating the
-        missing parents): every offset is written, or none is."""
+        missing parents): every offset is written, or none is. With ``if_unchanged`` a node
+        changed by someone else since it was read fails the transaction (``BadVersionError``);
+        without it the last writer wins, as the old consumer's commits did."""
         if not offsets:
             return
-        self.store.multi(self.write_ops(group, offsets))
+        try:
+            self.store.multi(self.write_ops(group, offsets, if_unchanged=if_unchanged))
+        except NodeExistsError:
+            if if_unchanged:
+                raise
+            # Another member created a node between the read and the write: read again, once.
+            self.store.multi(self.write_ops(group, offsets, if_unchanged=False))
 
-    def write_ops(self, group: str, offsets: Mapping[TopicPartition, int]) -> list[Op]:
+    def write_ops(self, group: str, offsets: Mapping[TopicPartition, int], *, if_unchanged: bool = True) -> list[Op]:
         """The transaction's operations; which nodes exist is read first, pipelined."""
         topics = sorted({tp.topic for tp in offsets})
         parents = [zk.CONSUMERS, zk.consumer_group_path(group), zk.consumer_offsets_path(group)]
@@ -172,7 +180,7 @@ class ZkConsumerGroups:
             value = zk.encode_consumer_offset(offsets[tp])
             entry = existing[path]
             # A node created or changed since it was read makes the transaction fail as a whole.
-            ops.append(CreateOp(path, value) if entry is None else SetDataOp(path, value, entry[1].version))
+            ops.append(CreateOp(path, value) if entry is None else SetDataOp(path, value, entry[1].version if if_unchanged else ANY_VERSION))
         return ops
 
     def delete_offsets(self, group: str) -> None:
