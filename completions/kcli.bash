@@ -21,6 +21,7 @@ _kcli() {
             "/console-consumer") path="console-consumer" ;;
             "/console-producer") path="console-producer" ;;
             "/consumer-groups") path="consumer-groups" ;;
+            "/consumer-offset-checker") path="consumer-offset-checker" ;;
             "/consumer-offsets") path="consumer-offsets" ;;
             "/consumer-perf-test") path="consumer-perf-test" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
@@ -50,7 +51,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offsets consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -166,8 +167,18 @@ _kcli() {
                 --by-duration) COMPREPLY=(); return ;;
                 --from-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+                --zookeeper) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --help" -- "$cur")) ;;
+        "consumer-offset-checker")
+            case "$prev" in
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --zookeeper) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --socket.timeout.ms) COMPREPLY=(); return ;;
+                --retry.backoff.ms) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--group --zookeeper --topic --socket.timeout.ms --retry.backoff.ms --broker-info --help" -- "$cur")) ;;
         "consumer-offsets")
             COMPREPLY=($(compgen -W "export import migrate --help" -- "$cur")) ;;
         "consumer-offsets/export")

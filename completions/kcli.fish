@@ -26,6 +26,7 @@ complete -c kcli -n '__fish_use_subcommand' -a configs -d 'Describe or change th
 complete -c kcli -n '__fish_use_subcommand' -a console-consumer -d 'This tool helps to read data from Kafka topics and outputs it to standard output'
 complete -c kcli -n '__fish_use_subcommand' -a console-producer -d 'This tool helps to read data from standard input and publish it to Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-groups -d 'This tool helps to list all consumer groups, describe a consumer group, delete consumer group info, or reset consumer group offsets'
+complete -c kcli -n '__fish_use_subcommand' -a consumer-offset-checker -d 'Check the offset of your consumers (old, ZooKeeper-based consumer groups)'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offsets -d 'Export, import and migrate consumer offsets between ZooKeeper storage (/consumers) and Kafka storage'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-perf-test -d 'This tool is used to verify the consumer performance'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
@@ -184,7 +185,17 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l to-datetime
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l by-duration -x -d 'Reset offsets to offset by duration from current timestamp'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l from-file -r -F -d 'Reset offsets to values defined in CSV file'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -a 'plain json' -d 'plain: Kafka\'s text; json: one JSON object per group (or partition), shapes in the module\'s documentation'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l zookeeper -x -d 'Old (ZooKeeper-based) consumer groups, as Kafka 1.1\'s tool showed them: --list, or --describe --group G'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'
+
+# consumer-offset-checker
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l group -x -a '(__kcli_names groups)' -d 'Consumer group'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l zookeeper -x -d 'ZooKeeper connect string'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l topic -x -a '(__kcli_names topics)' -d 'Comma-separated list of consumer topics (all topics if absent)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l socket.timeout.ms -x -d 'Socket timeout to use when querying for offsets'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l retry.backoff.ms -x -d 'Retry back-off to use for failed offset queries'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l broker-info -d 'Print broker info'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l help -d 'Show this message and exit'
 
 # consumer-offsets
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a export -d 'Write the stored offsets of groups (every group without --group) to a file or stdout'
