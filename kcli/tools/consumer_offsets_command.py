@@ -364,6 +364,8 @@ def _migrate(stores: Stores, out: Output, source: str, target: str, groups: list
     checked: list[tuple[str, dict[TopicPartition, int], dict[TopicPartition, int]]] = []
     for group in groups:
         read = sources[group]
+        if read is None and stores.o.all_groups:
+            continue  # a listed group that never committed an offset: nothing to migrate
         if read is None:
             where = f"; it has offsets in {target} only" if targets[group] is not None else ""
             error(f"Group '{group}' has no offsets stored in {source}{where}")
