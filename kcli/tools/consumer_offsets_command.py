@@ -262,6 +262,8 @@ def export(o: Options, source: str, fmt: str, output_file: str | None) -> int:
             stores.zk.groups_with_offsets() if source == ZOOKEEPER else sorted(g.group_id for g in stores.run(stores.group_admin.list_groups())))
         offsets: dict[str, dict[TopicPartition, int]] = {}
         for group, read in stores.read(source, groups).items():
+            if read is None and not o.groups:
+                continue  # every group was asked for: one that never committed has nothing to export
             if read is None:
                 out.diag(f"Error: Group '{group}' has no offsets stored in {source}")
                 ok = False
