@@ -21,6 +21,8 @@ _kcli() {
             "/console-consumer") path="console-consumer" ;;
             "/console-producer") path="console-producer" ;;
             "/consumer-groups") path="consumer-groups" ;;
+            "/consumer-offset-checker") path="consumer-offset-checker" ;;
+            "/consumer-offsets") path="consumer-offsets" ;;
             "/consumer-perf-test") path="consumer-perf-test" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
             "/export") path="export" ;;
@@ -36,6 +38,9 @@ _kcli() {
             "broker/start") path="broker/start" ;;
             "cluster/start") path="cluster/start" ;;
             "cluster/status") path="cluster/status" ;;
+            "consumer-offsets/export") path="consumer-offsets/export" ;;
+            "consumer-offsets/import") path="consumer-offsets/import" ;;
+            "consumer-offsets/migrate") path="consumer-offsets/migrate" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
             "transactions/describe-producers") path="transactions/describe-producers" ;;
@@ -46,7 +51,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -162,8 +167,53 @@ _kcli() {
                 --by-duration) COMPREPLY=(); return ;;
                 --from-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+                --zookeeper) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --help" -- "$cur")) ;;
+        "consumer-offset-checker")
+            case "$prev" in
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --zookeeper) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --socket.timeout.ms) COMPREPLY=(); return ;;
+                --retry.backoff.ms) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--group --zookeeper --topic --socket.timeout.ms --retry.backoff.ms --broker-info --help" -- "$cur")) ;;
+        "consumer-offsets")
+            COMPREPLY=($(compgen -W "export import migrate --help" -- "$cur")) ;;
+        "consumer-offsets/export")
+            case "$prev" in
+                --from) COMPREPLY=(); return ;;
+                --zookeeper|--zkconnect) COMPREPLY=(); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --output-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --format) COMPREPLY=(); return ;;
+                --timeout) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--from --zookeeper --zkconnect --bootstrap-server --command-config --group --all-groups --output-file --format --timeout --help" -- "$cur")) ;;
+        "consumer-offsets/import")
+            case "$prev" in
+                --input-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --to) COMPREPLY=(); return ;;
+                --zookeeper|--zkconnect) COMPREPLY=(); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --format) COMPREPLY=(); return ;;
+                --timeout) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--input-file --to --zookeeper --zkconnect --bootstrap-server --command-config --format --timeout --help" -- "$cur")) ;;
+        "consumer-offsets/migrate")
+            case "$prev" in
+                --to) COMPREPLY=(); return ;;
+                --zookeeper|--zkconnect) COMPREPLY=(); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --timeout) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--to --zookeeper --zkconnect --bootstrap-server --command-config --group --all-groups --dry-run --execute --verify --force --allow-rewind --timeout --help" -- "$cur")) ;;
         "consumer-perf-test")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

@@ -26,6 +26,8 @@ complete -c kcli -n '__fish_use_subcommand' -a configs -d 'Describe or change th
 complete -c kcli -n '__fish_use_subcommand' -a console-consumer -d 'This tool helps to read data from Kafka topics and outputs it to standard output'
 complete -c kcli -n '__fish_use_subcommand' -a console-producer -d 'This tool helps to read data from standard input and publish it to Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-groups -d 'This tool helps to list all consumer groups, describe a consumer group, delete consumer group info, or reset consumer group offsets'
+complete -c kcli -n '__fish_use_subcommand' -a consumer-offset-checker -d 'Check the offset of your consumers (old, ZooKeeper-based consumer groups)'
+complete -c kcli -n '__fish_use_subcommand' -a consumer-offsets -d 'Export, import and migrate consumer offsets between ZooKeeper storage (/consumers) and Kafka storage'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-perf-test -d 'This tool is used to verify the consumer performance'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
@@ -183,7 +185,60 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l to-datetime
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l by-duration -x -d 'Reset offsets to offset by duration from current timestamp'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l from-file -r -F -d 'Reset offsets to values defined in CSV file'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -a 'plain json' -d 'plain: Kafka\'s text; json: one JSON object per group (or partition), shapes in the module\'s documentation'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l zookeeper -x -d 'Old (ZooKeeper-based) consumer groups, as Kafka 1.1\'s tool showed them: --list, or --describe --group G'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'
+
+# consumer-offset-checker
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l group -x -a '(__kcli_names groups)' -d 'Consumer group'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l zookeeper -x -d 'ZooKeeper connect string'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l topic -x -a '(__kcli_names topics)' -d 'Comma-separated list of consumer topics (all topics if absent)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l socket.timeout.ms -x -d 'Socket timeout to use when querying for offsets'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l retry.backoff.ms -x -d 'Retry back-off to use for failed offset queries'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l broker-info -d 'Print broker info'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l help -d 'Show this message and exit'
+
+# consumer-offsets
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a export -d 'Write the stored offsets of groups (every group without --group) to a file or stdout'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a import -d 'Store the offsets a file holds, each group as one batch; a file with a malformed line imports nothing'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a migrate -d 'Copy groups\' offsets to the other store (a dry run without --execute), clamped to the logs\' ranges, never backwards unless --allow-rewind, each group as one batch; --verify compares both stores instead'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -l help -d 'Show this message and exit'
+
+# consumer-offsets export
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l from -x -d 'The store to read: zookeeper or kafka'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l zookeeper -l zkconnect -x -d 'The ZooKeeper connect string, host:port[,host:port][/chroot]'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l group -x -a '(__kcli_names groups)' -d 'A consumer group (repeatable)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l all-groups -d 'Every group of the source store'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l output-file -r -F -d 'The file to write (stdout without it, or with -)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l format -x -d 'zk: ExportZkOffsets\' /consumers/G/offsets/T/P:OFFSET lines; csv: group,topic,partition,offset; json: one object a line'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l timeout -x -d 'Milliseconds to wait for ZooKeeper and the brokers'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l help -d 'Show this message and exit'
+
+# consumer-offsets import
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l input-file -r -F -d 'REQUIRED: the file to read'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l to -x -d 'The store to write: zookeeper or kafka'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l zookeeper -l zkconnect -x -d 'The ZooKeeper connect string, host:port[,host:port][/chroot]'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l format -x -d 'zk: ExportZkOffsets\' /consumers/G/offsets/T/P:OFFSET lines; csv: group,topic,partition,offset; json: one object a line'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l timeout -x -d 'Milliseconds to wait for ZooKeeper and the brokers'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l help -d 'Show this message and exit'
+
+# consumer-offsets migrate
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l to -x -d 'The store to migrate to: kafka (from zookeeper) or zookeeper (from kafka)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l zookeeper -l zkconnect -x -d 'The ZooKeeper connect string, host:port[,host:port][/chroot]'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l group -x -a '(__kcli_names groups)' -d 'A consumer group (repeatable)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l all-groups -d 'Every group of the source store'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l dry-run -d 'Only print the plan (the default)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l execute -d 'Write the planned offsets'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l verify -d 'Compare both stores partition by partition and print the differences (exit 1 if any)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l force -d 'Migrate groups that still have live members'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l allow-rewind -d 'Let an offset move backwards in the target store'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l timeout -x -d 'Milliseconds to wait for ZooKeeper and the brokers'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l help -d 'Show this message and exit'
 
 # consumer-perf-test
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'

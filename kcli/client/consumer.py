@@ -144,6 +144,12 @@ CONSUMER_PROPERTIES.update(
         "client.id": ("client_id", _string),
         "metadata.max.age.ms": ("metadata_max_age_ms", _number("LONG", 0)),
         "allow.auto.create.topics": ("allow_auto_create_topics", _bool),
+        # The old (ZooKeeper) consumer's offset storage, for groups moving between the stores.
+        "offsets.storage": ("offsets_storage", _choice("zookeeper", "kafka")),
+        "dual.commit.enabled": ("dual_commit_enabled", _bool),
+        "zookeeper.connect": ("zookeeper_connect", _string),
+        "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", _number("INT", 1)),
+        "zookeeper.connection.timeout.ms": ("zookeeper_connection_timeout_ms", _number("INT", 1)),
     }
 )
 
@@ -189,6 +195,11 @@ class Consumer:
         client_id: str = "kcli",
         metadata_max_age_ms: int = 300000,
         allow_auto_create_topics: bool = True,
+        offsets_storage: str = "kafka",
+        dual_commit_enabled: bool | None = None,
+        zookeeper_connect: str | None = None,
+        zookeeper_session_timeout_ms: int = 6000,
+        zookeeper_connection_timeout_ms: int = 6000,
     ) -> None:
         if auto_offset_reset not in ("latest", "earliest", "none"):
             raise KcliError(f"Invalid value {auto_offset_reset} for configuration auto.offset.reset: String must be one of: latest, earliest, none")
@@ -196,6 +207,10 @@ class Consumer:
             raise KcliError(f"Invalid value {isolation_level} for configuration isolation.level")
         if max_poll_records < 1:
             raise KcliError(f"Invalid value {max_poll_records} for configuration max.poll.records: Value must be at least 1")
+        if offsets_storage not in ("zookeeper", "kafka"):
+            raise KcliError(f"Invalid value {offsets_storage} for configuration offsets.storage: String must be one of: zookeeper, kafka")
+        if offsets_storage == "zookeeper" and not zookeeper_connect:
+            raise KcliError("offsets.storage=zookeeper needs zookeeper.connect (the ZooKeeper ensemble holding /consumers)")
         self.cluster = cluster
         self.group_id = group_id or None
         self.group_instance_id = group_instance_id or None
@@ -231,6 +246,17 @@ class Consumer:
                 metadata_max_age_ms=metadata_max_age_ms,
                 allow_auto_create_topics=allow_auto_create_topics,
             )
+        # Offsets in ZooKeeper (see zookeeper_offsets.py): the store when offsets.storage=zookeeper,
+        # a second copy with dual commit; only with a group and zookeeper.connect.
+        from kcli.client.zookeeper_offsets import ZooKeeperOffsets, dual_commit_default
+
+        self.offsets_storage = offsets_storage
+        self.dual_commit_enabled = dual_commit_default(offsets_storage) if dual_commit_enabled is None else dual_commit_enabled
+        self._zk_offsets: ZooKeeperOffsets | None = None
+        if self.group_id is not None and zookeeper_connect and (offsets_storage == "zookeeper" or self.dual_commit_enabled):
+            self._zk_offsets = ZooKeeperOffsets(zookeeper_connect, self.group_id, session_timeout_ms=zookeeper_session_timeout_ms,
+                                                connection_timeout_ms=zookeeper_connection_timeout_ms)
+        self._zk_registered = False
         self._mode: str | None = None  # "assign" or "subscribe"
         self._topics: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
@@ -383,7 +409,7 @@ class Consumer:
             return
         committed: dict[TopicPartition, int | None] = {}
         if self._membership is not None:
-            committed = await self._membership.fetch_committed(missing)
+            committed = await self._fetch_committed(missing)
         for tp in missing:
             offset = committed.get(tp)
             state = self.fetcher.states.get(tp)
@@ -480,6 +506,11 @@ class Consumer:
         if assigned is None:
             return  # not joined before the poll's deadline: the next poll tries again
         assigned_set = set(assigned)
+        if self._zk_offsets is not None:
+            if not self._zk_registered:
+                await self._zk_offsets.register(self._topics)
+                self._zk_registered = True
+            await self._zk_offsets.own(assigned_set)
         if membership.cooperative:
             revoked = [tp for tp in owned if tp not in assigned_set]
             added = sorted(assigned_set - set(owned))
@@ -498,6 +529,8 @@ class Consumer:
             await self._call(self._on_revoke, sorted(tps))
         finally:
             self.fetcher.assign(keep)
+            if self._zk_offsets is not None:
+                await self._zk_offsets.disown(tps)
 
     @staticmethod
     async def _call(callback: Callback | None, tps: list[TopicPartition]) -> None:
@@ -519,7 +552,25 @@ class Consumer:
         to_commit = dict(self._positions() if offsets is None else offsets)
         if not to_commit:
             return
-        await self._membership.commit(to_commit, in_group=self._mode == "subscribe")
+        if self.offsets_storage == "kafka":
+            await self._membership.commit(to_commit, in_group=self._mode == "subscribe")
+        if self._zk_offsets is not None:
+            # The old consumer's order: the broker first, then ZooKeeper (dual commit).
+            await self._zk_offsets.commit(to_commit)
+
+    async def _fetch_committed(self, tps: list[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The committed offsets from the configured storage; with dual commit the larger of
+        Kafka's and ZooKeeper's, as the old consumer fetched them."""
+        assert self._membership is not None
+        if self.offsets_storage == "zookeeper":
+            assert self._zk_offsets is not None
+            return await self._zk_offsets.fetch(tps)
+        kafka = await self._membership.fetch_committed(tps)
+        if self._zk_offsets is None:
+            return kafka
+        from kcli.client.zookeeper_offsets import newest
+
+        return newest(kafka, await self._zk_offsets.fetch(tps), tps)
 
     async def _auto_commit(self) -> None:
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
@@ -535,7 +586,7 @@ class Consumer:
         """The group's committed offset of each partition (None when it has none)."""
         if self._membership is None:
             raise KafkaError(ErrorCode.INVALID_GROUP_ID, "To use the group management or offset commit APIs, you must provide a valid group.id in the consumer configuration.")
-        return await self._membership.fetch_committed(list(tps))
+        return await self._fetch_committed(list(tps))
 
     # -- metrics -------------------------------------------------------------------------------------
 
@@ -572,6 +623,8 @@ class Consumer:
         finally:
             if self._membership is not None:
                 await self._membership.close()
+            if self._zk_offsets is not None:
+                await self._zk_offsets.close()
             await self.fetcher.close()
 
     async def __aenter__(self) -> Consumer:

@@ -261,6 +261,28 @@ class MetadataStore(ABC):
         """
         return lambda: None
 
+    def get_many(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Stat] | None]:
+        """Each node's value and Stat (None for a node that does not exist). A ZooKeeper store
+        pipelines the reads; other errors raise as ``get`` raises them."""
+        found: dict[str, tuple[bytes, Stat] | None] = {}
+        for path in paths:
+            try:
+                found[path] = self.get(path)
+            except NoNodeError:
+                found[path] = None
+        return found
+
+    def get_children_many(self, paths: Sequence[str]) -> dict[str, list[str] | None]:
+        """Each node's sorted child names (None for a node that does not exist), pipelined as
+        ``get_many``."""
+        found: dict[str, list[str] | None] = {}
+        for path in paths:
+            try:
+                found[path] = self.get_children(path)
+            except NoNodeError:
+                found[path] = None
+        return found
+
     def __enter__(self) -> MetadataStore:
         return self
 

@@ -19,6 +19,8 @@ in the order a Kafka 3.x broker was observed to write them, so encoded bytes mat
     /admin/reassign_partitions  {"version":1,"partitions":[{"topic":"T","partition":0,"replicas":[1,2]}]}
     /latest_producer_id_block   {"version":1,"broker":0,"block_start":"0","block_end":"999"}
     /consumers/G/offsets/T/P    42
+    /consumers/G/ids/C   {"version":1,"subscription":{"T":1},"pattern":"static","timestamp":"1700000000000"}
+    /consumers/G/owners/T/P     C-0
     /feature             {"features":{},"version":2,"status":1}
 
 Decoders accept the older versions Kafka's decoders accept (broker registrations v1-v5, topic
@@ -151,8 +153,40 @@ def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS}/{topic}"
 
 
+def consumer_group_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}"
+
+
+def consumer_offsets_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}/offsets"
+
+
+def consumer_topic_offsets_path(group: str, topic: str) -> str:
+    return f"{CONSUMERS}/{group}/offsets/{topic}"
+
+
 def consumer_offset_path(group: str, topic: str, partition: int) -> str:
     return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"
+
+
+def consumer_ids_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}/ids"
+
+
+def consumer_id_path(group: str, consumer_id: str) -> str:
+    return f"{CONSUMERS}/{group}/ids/{consumer_id}"
+
+
+def consumer_owners_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}/owners"
+
+
+def consumer_topic_owners_path(group: str, topic: str) -> str:
+    return f"{CONSUMERS}/{group}/owners/{topic}"
+
+
+def consumer_owner_path(group: str, topic: str, partition: int) -> str:
+    return f"{CONSUMERS}/{group}/owners/{topic}/{partition}"
 
 
 # -- JSON helpers ---------------------------------------------------------------------------------
@@ -625,15 +659,66 @@ def decode_producer_id_block(data: bytes) -> ProducerIdBlock:
 # -- /consumers/G/offsets/T/P ---------------------------------------------------------------------
 
 
+# The old consumer wrote the next offset to consume as a plain decimal string and read it back
+# with Scala's ``toLong`` (Java's Long.parseLong: an optional sign, ASCII digits, 64 bits).
+_LONG = re.compile(rb"[+-]?[0-9]+")
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
 def encode_consumer_offset(offset: int) -> bytes:
     return str(offset).encode("ascii")
 
 
 def decode_consumer_offset(data: bytes) -> int:
+    if _LONG.fullmatch(data or b"") is None or not LONG_MIN <= int(data) <= LONG_MAX:
+        raise ZNodeFormatError(f"Failed to parse a consumer offset: {_text(data or b'')!r} is not a decimal number")
+    return int(data)
+
+
+# -- /consumers/G/ids/C and /consumers/G/owners/T/P -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRegistration:
+    """An old consumer's ``/consumers/G/ids/<consumerId>``: its topics (with stream counts), the
+    subscription pattern (``static``, ``white_list`` or ``black_list``) and its start time."""
+
+    subscription: Mapping[str, int]
+    pattern: str = "static"
+    timestamp: int = 0
+
+
+def encode_consumer_registration(registration: ConsumerRegistration) -> bytes:
+    return _dumps({
+        "version": 1,
+        "subscription": dict(registration.subscription),
+        "pattern": registration.pattern,
+        "timestamp": str(registration.timestamp),
+    })
+
+
+def decode_consumer_registration(data: bytes) -> ConsumerRegistration:
+    what = "the consumer registration json"
+    document = _object(data, what)
+    subscription = document.get("subscription")
+    if not isinstance(subscription, dict) or not all(isinstance(v, int) for v in subscription.values()):
+        raise _bad(data, what, "subscription is not a map of topic to stream count")
+    pattern = document.get("pattern", "static")
+    timestamp = document.get("timestamp", "0")
     try:
-        return int(data.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        raise ZNodeFormatError(f"Failed to parse a consumer offset: {_text(data)}") from None
+        millis = int(timestamp)
+    except (TypeError, ValueError):
+        raise _bad(data, what, f"malformed timestamp {timestamp!r}") from None
+    return ConsumerRegistration(subscription, str(pattern), millis)
+
+
+def encode_consumer_owner(thread_id: str) -> bytes:
+    """``/consumers/G/owners/T/P`` holds the owning consumer thread id: ``<consumerId>-<n>``."""
+    return thread_id.encode("utf-8")
+
+
+def decode_consumer_owner(data: bytes) -> str:
+    return _text(data or b"")
 
 
 # -- /feature -------------------------------------------------------------------------------------

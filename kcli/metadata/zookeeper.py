@@ -65,6 +65,8 @@ from kcli.metadata.store import (
 log = logging.getLogger(__name__)
 
 DEFAULT_SESSION_TIMEOUT_MS = 18000
+# Requests in flight at once in ``get_many``/``get_children_many``.
+PIPELINE_WINDOW = 2000
 
 
 class ConnectionLossError(MetadataStoreError):
@@ -330,6 +332,30 @@ class ZooKeeperStore(MetadataStore):
             return sorted(self._wait(self.client.get_children_async(path), path))
         except kz.KazooException as e:
             raise _translated(e, path) from None
+
+    def get_many(self, paths: Sequence[str]) -> dict[str, tuple[bytes, Stat] | None]:
+        return self._pipelined(paths, self.client.get_async, lambda answer: (answer[0] or b"", _stat(answer[1])))
+
+    def get_children_many(self, paths: Sequence[str]) -> dict[str, list[str] | None]:
+        return self._pipelined(paths, self.client.get_children_async, sorted)
+
+    def _pipelined(self, paths: Sequence[str], request, convert) -> dict:
+        """Send every request before waiting for the first answer (ZooKeeper answers a session's
+        requests in order), a window at a time; a missing node answers None."""
+        found: dict = {}
+        for start in range(0, len(paths), PIPELINE_WINDOW):
+            window = paths[start:start + PIPELINE_WINDOW]
+            for path in window:
+                validate_path(path)
+            pending = [(path, request(path)) for path in window]
+            for path, answer in pending:
+                try:
+                    found[path] = convert(self._wait(answer, path))
+                except kz.NoNodeError:
+                    found[path] = None
+                except kz.KazooException as e:
+                    raise _translated(e, path) from None
+        return found
 
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         if not ops:

@@ -45,13 +45,13 @@ def encode(entity_type: type, data: Mapping[str, Any]) -> bytes:
 
 
 def encode_request(api_key: int, version: int, data: Mapping[str, Any]) -> bytes:
-    if api_key in stated_apis.STATED_APIS:  # an API kio lacks, whose schema kcli states
+    if stated_apis.states(api_key, version) is not None:  # a version kio lacks, whose schema kcli states
         return stated_apis.encode_request(api_key, version, data)
     return encode(messages.request_type(api_key, version), data)
 
 
 def encode_response(api_key: int, version: int, data: Mapping[str, Any]) -> bytes:
-    if api_key in stated_apis.STATED_APIS:
+    if stated_apis.states(api_key, version) is not None:
         return stated_apis.encode_response(api_key, version, data)
     return encode(messages.response_type(api_key, version), data)
 

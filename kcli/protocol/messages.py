@@ -6,9 +6,9 @@ any version from one version-independent mapping (``build``), so a handler write
 once and each version keeps only the fields it has. Fields a mapping leaves out take the
 entity's default, or the zero of their Kafka type (0, "", empty array, null where nullable).
 
-An API kio lacks (Kafka 3.9's inter-broker requests) is one kcli states itself: ``stated_apis``
-answers for it wherever an API is looked up by key (name, versions, flexibility, header version,
-decoding).
+An API kio lacks (Kafka 3.9's inter-broker requests), or an oldest version of one it has
+(OffsetCommit v0-1, OffsetFetch v0), is one kcli states itself: ``stated_apis`` answers for it
+wherever an API version is looked up (name, versions, flexibility, header version, decoding).
 """
 
 from __future__ import annotations
@@ -57,11 +57,15 @@ def api_name(api_key: int) -> str | None:
 
 @functools.cache
 def request_type(api_key: int, version: int) -> type:
+    if stated_apis.states(api_key, version) is not None:
+        return stated_apis.request_type(api_key, version)
     return load_request_schema(api_key, version)
 
 
 @functools.cache
 def response_type(api_key: int, version: int) -> type:
+    if stated_apis.states(api_key, version) is not None:
+        return stated_apis.response_type(api_key, version)
     return load_response_schema(api_key, version)
 
 
@@ -73,11 +77,12 @@ def known_versions(api_key: int) -> tuple[int, ...]:
         valid = api.request.valid_versions
         return tuple(range(valid.lowest, valid.highest + 1))
     name = api_key_map.get(api_key)
-    return tuple(sorted(schema_name_map.get(name, {}))) if name is not None else ()
+    kio_versions = set(schema_name_map.get(name, {})) if name is not None else set()
+    return tuple(sorted(kio_versions | set(stated_apis.older_versions(api_key))))
 
 
 def has_version(api_key: int, version: int) -> bool:
-    if stated_apis.stated(api_key) is not None:
+    if stated_apis.states(api_key, version) is not None:
         return stated_apis.has_version(api_key, version)
     try:
         request_type(api_key, version)
@@ -90,7 +95,7 @@ def has_version(api_key: int, version: int) -> bool:
 @functools.cache
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether this version uses compact encodings and tagged fields (request header v2)."""
-    if stated_apis.stated(api_key) is not None:
+    if stated_apis.states(api_key, version) is not None:
         return stated_apis.is_flexible(api_key, version)
     return bool(request_type(api_key, version).__flexible__)
 
@@ -98,7 +103,7 @@ def is_flexible(api_key: int, version: int) -> bool:
 @functools.cache
 def request_header_version(api_key: int, version: int) -> int:
     """The request header a request of this version has: 2 when flexible, else 1 (0: no client id)."""
-    if stated_apis.stated(api_key) is not None:
+    if stated_apis.states(api_key, version) is not None:
         return stated_apis.request_header_version(api_key, version)
     return 2 if is_flexible(api_key, version) else 1
 
@@ -110,7 +115,7 @@ def request_reader(api_key: int, version: int) -> Callable[[Any, int], tuple[Any
 
 def response_reader(api_key: int, version: int) -> Callable[[Any, int], tuple[Any, int]]:
     """Reads a response body at an offset: ``(response entity, offset after it)``."""
-    if stated_apis.stated(api_key) is not None:
+    if stated_apis.states(api_key, version) is not None:
         return stated_apis.response_reader(api_key, version)
     return entity_reader(response_type(api_key, version))
 
@@ -128,7 +133,7 @@ def decode_request(api_key: int, version: int, buffer: bytes | bytearray | memor
     ``produce_request``, which makes the same checks as it reads and leaves the records in
     ``buffer`` instead of copying them.
     """
-    if api_key in stated_apis.STATED_APIS:
+    if stated_apis.states(api_key, version) is not None:
         return stated_apis.decode_request(api_key, version, buffer, offset)
     if api_key == produce_request.API_KEY and version in produce_request.VERSIONS:
         return produce_request.read(buffer, offset, version)

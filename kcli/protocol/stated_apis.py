@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from kcli.protocol import inter_broker_messages
+from kcli.protocol import inter_broker_messages, zookeeper_offset_messages
 from kcli.protocol.schema import (
     MessageSchema,
     StructSchema,
@@ -37,6 +37,8 @@ from kcli.protocol.schema import (
 __all__ = [
     "StatedApi",
     "stated",
+    "states",
+    "older_versions",
     "highest_versions",
     "has_version",
     "is_flexible",
@@ -78,8 +80,47 @@ def _stated_apis() -> dict[int, StatedApi]:
     return apis
 
 
+def _older_versions() -> dict[int, StatedApi]:
+    apis = {}
+    for key, (request, response) in zookeeper_offset_messages.OLDER_VERSIONS.items():
+        name = snake_case(request["name"].removesuffix("Request"))
+        apis[key] = StatedApi(key, name, compile_schema(request), compile_schema(response), frozenset())
+    return apis
+
+
+# APIs kio lacks altogether: kcli states every version of them.
 STATED_APIS: Mapping[int, StatedApi] = _stated_apis()
 stated = STATED_APIS.get
+# APIs whose oldest versions kio lacks (removed in Kafka 4.0): kcli states those versions only.
+OLDER_VERSIONS: Mapping[int, StatedApi] = _older_versions()
+
+
+def states(api_key: int, version: int) -> StatedApi | None:
+    """The stated API that answers for this version: every version of an API kio lacks, or one of
+    the oldest versions of an API kio has from a later version on; None when kio answers."""
+    api = STATED_APIS.get(api_key)
+    if api is not None:
+        return api
+    api = OLDER_VERSIONS.get(api_key)
+    if api is not None and api.request.valid_versions.contains(version):
+        return api
+    return None
+
+
+def older_versions(api_key: int) -> tuple[int, ...]:
+    """The versions stated below kio's for ``api_key`` (none for most APIs)."""
+    api = OLDER_VERSIONS.get(api_key)
+    if api is None:
+        return ()
+    valid = api.request.valid_versions
+    return tuple(range(valid.lowest, valid.highest + 1))
+
+
+def _api(api_key: int, version: int) -> StatedApi:
+    api = states(api_key, version)
+    if api is None:
+        raise KeyError(f"api key {api_key} v{version} is not stated by kcli")
+    return api
 
 
 def highest_versions() -> dict[int, int]:
@@ -88,22 +129,23 @@ def highest_versions() -> dict[int, int]:
 
 
 def has_version(api_key: int, version: int) -> bool:
-    return STATED_APIS[api_key].request.valid_versions.contains(version)
+    api = states(api_key, version)
+    return api is not None and api.request.valid_versions.contains(version)
 
 
 def is_flexible(api_key: int, version: int) -> bool:
-    return STATED_APIS[api_key].request.flexible_versions.contains(version)
+    return _api(api_key, version).request.flexible_versions.contains(version)
 
 
 def request_header_version(api_key: int, version: int) -> int:
     """Kafka's ``ApiMessageType.requestHeaderVersion``: 2 when flexible, else 1, except where 0."""
-    if version in STATED_APIS[api_key].header_v0_versions:
+    if version in _api(api_key, version).header_v0_versions:
         return 0
     return 2 if is_flexible(api_key, version) else 1
 
 
 def _schema(api_key: int, version: int, response: bool) -> MessageSchema:
-    api = STATED_APIS[api_key]
+    api = _api(api_key, version)
     schema = api.response if response else api.request
     if not schema.valid_versions.contains(version):
         raise ValueError(f"{schema.name} has no version {version} (versions {schema.valid_versions})")

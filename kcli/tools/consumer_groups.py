@@ -139,7 +139,12 @@ def consumer_groups(
     by_duration: Annotated[Optional[str], typer.Option("--by-duration", help="Reset offsets to offset by duration from current timestamp. Format: 'PnDTnHnMnS'")] = None,
     from_file: Annotated[Optional[str], typer.Option("--from-file", help="Reset offsets to values defined in CSV file.")] = None,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's text; json: one JSON object per group (or partition), shapes in the module's documentation.")] = Format.plain,
+    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="Old (ZooKeeper-based) consumer groups, as Kafka 1.1's tool showed them: --list, or --describe --group G. REQUIRED unless --bootstrap-server is given.")] = None,
 ) -> None:
+    if zookeeper is not None:
+        _old_consumer_groups(zookeeper, bootstrap_server, list_groups, describe, list(group or []),
+                             any((delete, reset_offsets, delete_offsets)))
+        return
     options = Options(
         bootstrap_server=bootstrap_server, command_config=command_config, list_groups=list_groups, describe=describe,
         delete=delete, reset_offsets=reset_offsets, delete_offsets=delete_offsets, groups=list(group or []),
@@ -151,6 +156,26 @@ def consumer_groups(
     check_args(options)
     if not run(options):
         raise typer.Exit(1)
+
+
+def _old_consumer_groups(zookeeper: str, bootstrap_server: str | None, list_groups: bool, describe: bool,
+                         groups: list[str], other_action: bool) -> None:
+    """``--zookeeper``: the groups of Kafka's old consumer (kcli.tools.zk_consumer_groups)."""
+    if bootstrap_server is not None:
+        raise UsageError('Option "[bootstrap-server]" can\'t be used with option "[zookeeper]"')
+    if other_action:
+        raise UsageError("With --zookeeper, kcli supports the actions --list and --describe")
+    if list_groups == describe:
+        raise UsageError("Command must include exactly one action: --list, --describe")
+    if describe and len(groups) != 1:
+        raise UsageError("Option [describe] takes exactly one --group with --zookeeper")
+    if list_groups and groups:
+        raise UsageError('Option "[group]" can\'t be used with option "[list]"')
+    from kcli.tools.zk_consumer_groups import consumer_groups as run_old
+
+    code = run_old(zookeeper, "list" if list_groups else "describe", groups[0] if groups else None, timeout_ms=30000)
+    if code:
+        raise typer.Exit(code)
 
 
 @dataclasses.dataclass

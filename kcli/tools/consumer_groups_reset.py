@@ -141,9 +141,9 @@ def export_csv(plan: Mapping[str, Mapping[TopicPartition, int]], single_group: b
     return buffer.getvalue().splitlines()
 
 
-def parse_reset_csv(text: str, groups: list[str]) -> dict[str, dict[TopicPartition, int]]:
+def parse_reset_csv(text: str, groups: list[str], *, source: str = "--from-file") -> dict[str, dict[TopicPartition, int]]:
     """A --from-file plan. With exactly one --group, 3-column lines belong to it; otherwise each
-    line names its group (4 columns), as Kafka reads them."""
+    line names its group (4 columns), as Kafka reads them. Errors name ``source`` and the line."""
     rows = [row for row in csv.reader(io.StringIO(text)) if row and any(cell.strip() for cell in row)]
     single_group = len(groups) == 1
     old_format = bool(rows) and len(rows[0]) == 3 and _is_int(rows[0][1]) and _is_int(rows[0][2])
@@ -151,14 +151,14 @@ def parse_reset_csv(text: str, groups: list[str]) -> dict[str, dict[TopicPartiti
     for number, row in enumerate(rows, 1):
         if single_group and old_format:
             if len(row) != 3:
-                raise UsageError(f"--from-file line {number}: expected topic,partition,offset, got {','.join(row)!r}")
+                raise UsageError(f"{source} line {number}: expected topic,partition,offset, got {','.join(row)!r}")
             group, (topic, partition, offset) = groups[0], row
         else:
             if len(row) != 4:
-                raise UsageError(f"--from-file line {number}: expected group,topic,partition,offset, got {','.join(row)!r}")
+                raise UsageError(f"{source} line {number}: expected group,topic,partition,offset, got {','.join(row)!r}")
             group, topic, partition, offset = row
         if not _is_int(partition) or not _is_int(offset):
-            raise UsageError(f"--from-file line {number}: partition and offset must be integers, got {','.join(row)!r}")
+            raise UsageError(f"{source} line {number}: partition and offset must be integers, got {','.join(row)!r}")
         plan.setdefault(group, {})[TopicPartition(topic, int(partition))] = int(offset)
     return plan
 

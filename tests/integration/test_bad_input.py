@@ -168,7 +168,9 @@ def test_a_negative_size_closes_the_connection(broker):
 
 
 def test_unknown_api_keys_close_the_connection(broker):
-    for api_key in (999, 9, -1, 32767):
+    # Fetch (1) v0 as well: a known key at a version kcli does not serve (OffsetFetch v0, once in
+    # this list, is served since the ZooKeeper-era versions are stated).
+    for api_key in (999, 1, -1, 32767):
         assert_closed_without_answer(broker, frame(header(api_key, 0) + b"\0" * 8))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kcli.broker.handlers import load_registry
-from kcli.protocol import messages
+from kcli.protocol import messages, stated_apis
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_39 = {api["api_key"]: api for api in json.loads((ROOT / "tests/data/kafka-3.9-api-versions.json").read_text())["apis"]}
@@ -68,3 +68,15 @@ def test_every_kafka_39_version_is_served_or_documented_as_left_out(api_key):
         if api_key not in BROKER_TO_BROKER:
             assert deprecated is not None and deprecated[0] <= low_39 and api.min_version - 1 <= deprecated[1], f"{name} {missing} is not deprecated in 3.9"
         assert not any(messages.has_version(api_key, v) for v in range(low_39, api.min_version)), f"kio has {name} {missing}: serve it"
+
+
+def test_versions_stated_below_kio_are_the_deprecated_ones_3_9_still_serves():
+    """OffsetCommit v0-1 and OffsetFetch v0 (ZooKeeper-era versions, removed in 4.0): kio lacks
+    them, kcli states their 3.9 schemas and serves them, down to Kafka 3.9's lowest version."""
+    assert set(stated_apis.OLDER_VERSIONS) == {8, 9}
+    for api_key in stated_apis.OLDER_VERSIONS:
+        versions = stated_apis.older_versions(api_key)
+        deprecated = KAFKA_39[api_key]["deprecated_versions"]
+        assert versions == tuple(range(deprecated[0], deprecated[1] + 1))
+        assert REGISTRY[api_key].min_version == KAFKA_39[api_key]["valid_versions"][0] == versions[0]
+        assert all(messages.has_version(api_key, v) for v in range(versions[0], REGISTRY[api_key].max_version + 1))

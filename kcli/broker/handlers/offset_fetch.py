@@ -1,4 +1,4 @@
-"""OffsetFetch: v1-10
+"""OffsetFetch: v0-10
 
 Behaviour: answers a group's committed offsets (offset, leader epoch, metadata) for the asked
 partitions, -1 and empty metadata for partitions without a commit (and for groups that do not
@@ -10,7 +10,12 @@ Group errors: INVALID_GROUP_ID (null id), COORDINATOR_LOAD_IN_PROGRESS, NOT_COOR
 COORDINATOR_NOT_AVAILABLE; v1 has no top-level error and puts the group's error on every asked
 partition.
 
-Version notes: v2 adds the top-level error and all-partitions fetch; v3 throttling; v5 leader
+Version notes: v0 reads ZooKeeper-stored offsets, ``/consumers/<group>/offsets/<topic>/<partition>``
+(Kafka 3.9's ``handleOffsetFetchRequestFromZookeeper``): a partition the cluster does not know,
+or without a stored offset, answers -1 and UNKNOWN_TOPIC_OR_PARTITION; a znode that is not a
+number UNKNOWN_SERVER_ERROR; no metadata and no leader epoch. A broker without ZooKeeper
+(embedded mode) answers UNSUPPORTED_VERSION on every asked partition, as a KRaft broker does. v0
+is stated by ``protocol.zookeeper_offset_messages`` (kio has v1 on). v2 adds the top-level error and all-partitions fetch; v3 throttling; v5 leader
 epochs; v6 is flexible; v7 require_stable; v8 several groups; v9 member id and epoch (not checked
 for classic groups, as Kafka does); v10 names topics by id.
 """
@@ -21,11 +26,13 @@ from kcli.broker.groups.offsets import INVALID_OFFSET, NO_LEADER_EPOCH, NO_METAD
 from kcli.errors import ErrorCode
 
 API_KEY = 9
-VERSIONS = (1, 10)
+VERSIONS = (0, 10)
 
 
 def handle(ctx, request):
     version = ctx.api_version
+    if version == 0:
+        return _handle_v0(ctx, request)
     if version >= 8:
         groups = [_fetch_group(ctx, g.group_id, g.topics, request.require_stable, version) for g in request.groups]
         return {"groups": groups}
@@ -82,3 +89,56 @@ def _partition(index: int, offset: int = INVALID_OFFSET, leader_epoch: int | Non
         "metadata": metadata,
         "error_code": error,
     }
+
+
+# -- v0: ZooKeeper storage ----------------------------------------------------------------------------
+
+
+def _handle_v0(ctx, request):
+    broker = ctx.broker
+    asked = [(t.name, p) for t in request.topics for p in t.partition_indexes]
+    if not broker.config.get("zookeeper.connect"):
+        return _v0_response(request, {tp: _partition(tp[1], error=ErrorCode.UNSUPPORTED_VERSION) for tp in asked})
+    return _fetch_v0(ctx, request, asked)
+
+
+async def _fetch_v0(ctx, request, asked):
+    from kcli.common import TopicPartition
+    from kcli.metadata.store import MetadataStoreError
+    from kcli.metadata.zk_consumers import ZkConsumerGroups
+    from kcli.metadata.zk_paths import consumer_offset_path
+
+    broker = ctx.broker
+    answers: dict[tuple[str, int], dict] = {}
+    known = []
+    for name, index in asked:
+        info = broker.metadata.topic(name)
+        if info is None or index not in info.partitions:
+            answers[(name, index)] = _partition(index, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        else:
+            known.append((name, index))
+    if known:
+        groups = ZkConsumerGroups(broker.zk_client.store)
+        try:
+            stored = await broker.metadata_thread.call(groups.read_offsets, [request.group_id], {n for n, _ in known})
+            found = stored[request.group_id]
+            error = None
+        except MetadataStoreError:
+            found, error = None, ErrorCode.UNKNOWN_SERVER_ERROR
+        malformed = {path for path, _ in found.malformed} if found is not None else set()
+        for name, index in known:
+            offset = found.offsets.get(TopicPartition(name, index)) if found is not None else None
+            if error is not None or consumer_offset_path(request.group_id, name, index) in malformed:
+                answers[(name, index)] = _partition(index, error=error or ErrorCode.UNKNOWN_SERVER_ERROR)
+            elif offset is None:
+                answers[(name, index)] = _partition(index, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                answers[(name, index)] = _partition(index, offset)
+    return _v0_response(request, answers)
+
+
+def _v0_response(request, answers) -> dict:
+    return {"topics": [
+        {"name": t.name, "partitions": [answers[(t.name, p)] for p in t.partition_indexes]}
+        for t in request.topics
+    ]}
