@@ -17,8 +17,8 @@ idempotent producer's sequence numbers and producer id are the ``TransactionMana
 partition whose batch came back for a retry sends nothing new until that batch went again.
 
 For a transactional producer the sender first has the transaction's new partitions added
-(AddPartitionsToTxn, through the ``TransactionManager``): a partition's batches go only once it
-is in the transaction. Its Produce requests carry the transactional id and its batches the
+(AddPartitionsToTxn, through the ``TransactionManager``) once a batch of one of them is ready: a
+partition's batches go only once it is in the transaction. Its Produce requests carry the transactional id and its batches the
 transactional attribute. While the transaction is failed or being aborted, the batches not sent
 yet are failed (Kafka's abortUndrainedBatches); those in flight are answered as usual.
 """
@@ -110,6 +110,7 @@ class Sender:
         self._request_timeout = config.request_timeout_ms / 1000
         self._delivery_timeout = config.delivery_timeout_ms / 1000
         self._max_in_flight = config.max_in_flight
+        self._add_wanted = False  # a ready batch waits for its partition to join the transaction
         self._transactional = transactions is not None and transactions.transactional
         self._transactional_id = config.transactional_id if self._transactional else None
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by the producer's start
@@ -179,19 +180,22 @@ class Sender:
             if self._transactional:
                 if transactions.has_error or transactions.aborting:
                     self._abort_undrained(transactions)
-                else:
-                    transactions.add_partitions_if_needed(self.loop, self.wake)
             elif transactions.reset_needed:
                 transactions.reset_producer_id(self.loop, self.wake)
         if self._need_metadata or (self.metadata_at and now - self.metadata_at > self.config.metadata_max_age_ms / 1000):
             self._start_metadata_refresh(now)
         wake_at: float | None = None
+        self._add_wanted = False
         while True:
             by_node, wake_at = self._collect(now)
             if not by_node:
                 break
             for node, queues in by_node.items():
                 self._send_to(node, queues, now)
+        if self._add_wanted:
+            # A batch is ready for a partition new to the transaction: every partition new so far
+            # goes in one AddPartitionsToTxn (those that filled meanwhile need no request of their own).
+            transactions.add_partitions_if_needed(self.loop, self.wake)
         if self.accumulator.memory_waiters and self.accumulator.buffered < self.accumulator.buffer_memory:
             self.accumulator.release_memory_waiters()
         if self._need_metadata:
@@ -258,6 +262,7 @@ class Sender:
                 self._expire(queue, batch, now)
                 continue
             if transactions is not None and not transactions.send_to_partition_allowed(queue):
+                self._add_wanted = True
                 continue  # its partition joins the transaction first; the answer wakes the sender
             leader = queue.topic.leaders[queue.partition] if queue.partition < len(queue.topic.leaders) else -1
             if leader < 0:
