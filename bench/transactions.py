@@ -1,9 +1,12 @@
-"""Transactions benchmark: kcli's broker with confluent-kafka's transactional producer.
+"""Transactions benchmark: kcli's broker with confluent-kafka's transactional producer, and
+kcli's own transactional producer beside it.
 
-Prints, measured in one run against one ``kcli broker start`` process (the clients in this one):
+Prints, measured in one run against one ``kcli broker start`` process (the clients in this one),
+for confluent-kafka's producer and then for kcli's:
   - transactions per second, each committing 100 records of 100 B across 4 partitions;
   - produce throughput of a transactional producer (a commit every 10,000 records) against an
-    idempotent one, same records, same settings, in the same run, and their ratio (goal >= 0.7);
+    idempotent one of the same library, same records, same settings, in the same run, and their
+    ratio (goal >= 0.7);
   - end-to-end latency (p50, p99) seen by a read_committed consumer while a producer sends
     1,000 msg/s in 100 ms transactions: from the send to the consumer's poll, which includes
     waiting for the commit, as it does for any read_committed reader.
@@ -14,6 +17,7 @@ Usage: .venv/bin/python bench/transactions.py [--quick] [--rounds N] [--dir DIR]
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shutil
 import statistics
 import struct
@@ -89,6 +93,47 @@ def produce_rate(bootstrap: str, topic: str, records: int, transactional_id: str
     return records / (time.perf_counter() - started)
 
 
+async def kcli_transactions_per_second(bootstrap: str, topic: str, count: int, name: str) -> float:
+    from kcli.client.producer import Producer as KcliProducer
+
+    async with KcliProducer.from_properties(bootstrap, {"transactional.id": name, "linger.ms": "5", "batch.size": str(1 << 20)}) as p:
+        await p.init_transactions()
+        await p.wait_for_topic(topic)
+        started = time.perf_counter()
+        for _ in range(count):
+            p.begin_transaction()
+            for i in range(100):
+                await p.send(topic, VALUE, partition=i % PARTITIONS)
+            await p.commit_transaction()
+        return count / (time.perf_counter() - started)
+
+
+async def kcli_produce_rate(bootstrap: str, topic: str, records: int, transactional_id: str | None, per_transaction: int = 10_000) -> float:
+    from kcli.client.producer import Producer as KcliProducer
+
+    props = {"linger.ms": "5", "batch.size": str(1 << 20)}
+    if transactional_id is not None:
+        props["transactional.id"] = transactional_id
+    async with KcliProducer.from_properties(bootstrap, props) as p:
+        if transactional_id is not None:
+            await p.init_transactions()
+        await p.wait_for_topic(topic)  # the producer id and metadata, outside the clock
+        send = p.send
+        started = time.perf_counter()
+        sent = 0
+        while sent < records:
+            n = min(per_transaction, records - sent)
+            if transactional_id is not None:
+                p.begin_transaction()
+            for i in range(n):
+                await send(topic, VALUE, partition=(sent + i) % PARTITIONS)
+            sent += n
+            if transactional_id is not None:
+                await p.commit_transaction()
+        await p.flush()
+        return records / (time.perf_counter() - started)
+
+
 def read_committed_latency(bootstrap: str, topic: str, seconds: float, name: str) -> tuple[float, float, int]:
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"{name}-reader", "isolation.level": "read_committed",
@@ -142,8 +187,9 @@ def run(quick: bool, rounds: int, workdir: Path, overrides: list[str]) -> None:
     try:
         bootstrap = broker.bootstrap
         tps, ratios, txn_rates, idem_rates = [], [], [], []
+        k_tps, k_ratios, k_txn_rates, k_idem_rates = [], [], [], []
         for r in range(rounds):
-            topics = [f"txn-bench-{r}-{kind}" for kind in ("small", "txn", "idem", "latency")]
+            topics = [f"txn-bench-{r}-{kind}" for kind in ("small", "txn", "idem", "latency", "ksmall", "ktxn", "kidem")]
             create_topics(bootstrap, topics)
             tps.append(transactions_per_second(bootstrap, topics[0], txns, f"bench-small-{r}"))
             # Alternate which goes first, so neither always meets the colder page cache.
@@ -157,11 +203,27 @@ def run(quick: bool, rounds: int, workdir: Path, overrides: list[str]) -> None:
             idem_rates.append(idem)
             ratios.append(txn / idem)
             print(f"round {r + 1}: {tps[-1]:,.0f} txn/s; transactional {txn:,.0f} msgs/s, idempotent {idem:,.0f} msgs/s, ratio {ratios[-1]:.2f}")
+            k_tps.append(asyncio.run(kcli_transactions_per_second(bootstrap, topics[4], txns, f"bench-ksmall-{r}")))
+            if r % 2:
+                k_idem = asyncio.run(kcli_produce_rate(bootstrap, topics[6], records, None))
+                k_txn = asyncio.run(kcli_produce_rate(bootstrap, topics[5], records, f"bench-ktxn-{r}"))
+            else:
+                k_txn = asyncio.run(kcli_produce_rate(bootstrap, topics[5], records, f"bench-ktxn-{r}"))
+                k_idem = asyncio.run(kcli_produce_rate(bootstrap, topics[6], records, None))
+            k_txn_rates.append(k_txn)
+            k_idem_rates.append(k_idem)
+            k_ratios.append(k_txn / k_idem)
+            print(f"round {r + 1}, kcli's producer: {k_tps[-1]:,.0f} txn/s; transactional {k_txn:,.0f} msgs/s, "
+                  f"idempotent {k_idem:,.0f} msgs/s, ratio {k_ratios[-1]:.2f}")
         p50, p99, count = read_committed_latency(bootstrap, f"txn-bench-{rounds - 1}-latency", seconds, "bench-latency")
         ratio = statistics.median(ratios)
         print(f"transactions of 100 records over {PARTITIONS} partitions: {statistics.median(tps):,.0f} txn/s (median of {rounds})")
         print(f"produce {records:,} x 100 B, commit every 10,000: transactional {statistics.median(txn_rates):,.0f} msgs/s, "
               f"idempotent {statistics.median(idem_rates):,.0f} msgs/s, ratio {ratio:.2f} (goal {RATIO_GOAL}) {verdict(ratio >= RATIO_GOAL)}")
+        k_ratio = statistics.median(k_ratios)
+        print(f"kcli's producer: transactions of 100 records over {PARTITIONS} partitions: {statistics.median(k_tps):,.0f} txn/s (median of {rounds})")
+        print(f"kcli's producer: produce {records:,} x 100 B, commit every 10,000: transactional {statistics.median(k_txn_rates):,.0f} msgs/s, "
+              f"idempotent {statistics.median(k_idem_rates):,.0f} msgs/s, ratio {k_ratio:.2f} (goal {RATIO_GOAL}) {verdict(k_ratio >= RATIO_GOAL)}")
         print(f"read_committed end-to-end at 1,000 msg/s in 100 ms transactions: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({count:,} records)")
     finally:
         broker.stop()

@@ -41,6 +41,7 @@ from kcli.broker.replica_manager import ReplicaManager
 from kcli.broker.server import Server, ServerSettings
 from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
+from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
@@ -74,6 +75,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
+        self.add_partitions_to_txn_manager: AddPartitionsToTxnManager | None = None
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.server = Server(self, self.registry, settings=ServerSettings.from_config(config))
         self.endpoints: list[tuple[str, str, int]] = []
@@ -143,6 +145,7 @@ class Broker:
         self.metadata.on_topic_change(self._on_topic_change)
         self.group_coordinator = start_group_coordinator(self)
         self.transaction_coordinator = start_transaction_coordinator(self)
+        self.add_partitions_to_txn_manager = start_add_partitions_to_txn_manager(self)
         for _, bound_host, bound_port in self.endpoints:
             log.info("Awaiting socket connections on %s:%d.", bound_host, bound_port)
         self.server.start_accepting()
@@ -400,6 +403,8 @@ class Broker:
             self.replica_manager.notify_all()
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.shutdown()
+        if self.add_partitions_to_txn_manager is not None:
+            await self.add_partitions_to_txn_manager.close()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         await self.server.drain_and_close(grace)

@@ -61,7 +61,11 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     20: 6,  # DeleteTopics
     21: 2,  # DeleteRecords
     22: 4,  # InitProducerId
+    24: 3,  # AddPartitionsToTxn (v4+ is the brokers' batched form)
+    25: 4,  # AddOffsetsToTxn
+    26: 4,  # EndTxn
     27: 1,  # WriteTxnMarkers (v0 has no schema in the message layer)
+    28: 4,  # TxnOffsetCommit
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs
     35: 4,  # DescribeLogDirs

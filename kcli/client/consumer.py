@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kcli.client.assignors import ASSIGNOR_CLASS_NAMES, Assignor, assignors_by_name
-from kcli.client.consumer_coordinator import CommitFailedError, ConsumerCoordinator
+from kcli.client.consumer_coordinator import CommitFailedError, ConsumerCoordinator, ConsumerGroupMetadata
 from kcli.client.fetcher import (
     EARLIEST,
     LATEST,
@@ -581,6 +581,16 @@ class Consumer:
             await self.commit()
         except (KafkaError, CommitFailedError) as exc:
             log.warning("Asynchronous auto-commit of offsets failed: %s", exc)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id, for a transactional producer's
+        ``send_offsets_to_transaction`` (Java's groupMetadata())."""
+        membership = self._membership
+        if membership is None:
+            raise KafkaError(ErrorCode.INVALID_GROUP_ID, "To use the group management or offset commit APIs, you must provide a valid group.id in the consumer configuration.")
+        if self._mode != "subscribe" or membership.generation < 0:
+            return ConsumerGroupMetadata(membership.group_id, -1, "", self.group_instance_id)
+        return ConsumerGroupMetadata(membership.group_id, membership.generation, membership.member_id, self.group_instance_id)
 
     async def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offset of each partition (None when it has none)."""

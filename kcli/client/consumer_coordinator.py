@@ -53,6 +53,22 @@ _FATAL_JOIN_ERRORS = frozenset(
 )
 
 
+class ConsumerGroupMetadata:
+    """A consumer's group membership as TxnOffsetCommit carries it (Java's ConsumerGroupMetadata)."""
+
+    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id")
+
+    def __init__(self, group_id: str, generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+
+    def __repr__(self) -> str:
+        return (f"GroupMetadata(groupId = {self.group_id}, generationId = {self.generation_id}, "
+                f"memberId = {self.member_id}, groupInstanceId = {self.group_instance_id or ''})")
+
+
 class CommitFailedError(KafkaError):
     """A commit the coordinator refused because the group rebalanced (Java's CommitFailedException)."""
 

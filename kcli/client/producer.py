@@ -16,26 +16,43 @@ It is a facade over the parts Kafka's producer has:
 - ``sender.py``: the sender task drains ready batches into one Produce request per leader,
   handles answers, retries and expiry (Sender);
 - ``transaction_manager.py``: the producer id, epoch and sequence numbers of an idempotent
-  producer (``enable.idempotence``, on by default as in Java 3.x when ``acks=all``).
+  producer (``enable.idempotence``, on by default as in Java 3.x when ``acks=all``), and the
+  transactions of a producer with a ``transactional.id``.
 
-``flush()`` sends everything buffered and waits for it; ``close()`` flushes and stops.
+``flush()`` sends everything buffered and waits for it; ``close()`` flushes and stops (aborting
+an open transaction, as Java's close does).
+
+A transactional producer writes atomically to several partitions, with the offsets of a
+consume-transform-produce loop::
+
+    producer = Producer.from_properties("127.0.0.1:9092", {"transactional.id": "orders-enricher"})
+    await producer.init_transactions()
+    producer.begin_transaction()
+    await producer.send("enriched", b"value")
+    await producer.send_offsets_to_transaction({TopicPartition("orders", 0): 42}, consumer.group_metadata())
+    await producer.commit_transaction()      # or abort_transaction()
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kcli.client.network_client import NetworkClient
 from kcli.client.producer_config import ProducerConfig
 from kcli.client.record_accumulator import BufferFull, RecordAccumulator, RecordFuture
 from kcli.client.sender import ProducerMetrics, Sender
-from kcli.client.transaction_manager import TransactionManager
+from kcli.client.transaction_manager import IllegalTransactionStateError, TransactionManager, TransactionState
+from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 __all__ = ["Producer"]
+
+log = logging.getLogger(__name__)
 
 _monotonic = time.monotonic
 
@@ -61,8 +78,15 @@ class Producer:
         self.metrics = ProducerMetrics()
         self._accumulator = accumulator = RecordAccumulator(config)
         self._topics = accumulator.topics
-        self._transactions = TransactionManager(self.cluster) if config.enable_idempotence and config.acks == -1 else None
-        self._sender = Sender(self.cluster, config, accumulator, self._transactions, self.metrics)
+        self._transactions = transactions = None
+        if config.enable_idempotence and config.acks == -1:
+            self._transactions = transactions = TransactionManager(
+                self.cluster, config.transactional_id, config.transaction_timeout_ms, max_block_ms=config.max_block_ms, retry_backoff_ms=config.retry_backoff_ms,
+            )
+        self._transactional = transactions is not None and transactions.transactional
+        self._sender = Sender(self.cluster, config, accumulator, transactions, self.metrics)
+        if transactions is not None:
+            transactions.wake = self._sender.wake  # type: ignore[method-assign]
         accumulator.sender = self._sender
         self._sends = 0
         self._closed = False
@@ -91,6 +115,15 @@ class Producer:
     def producer_id(self) -> int:
         return -1 if self._transactions is None else self._transactions.producer_id
 
+    @property
+    def producer_epoch(self) -> int:
+        return -1 if self._transactions is None else self._transactions.producer_epoch
+
+    @property
+    def transaction_state(self) -> TransactionState | None:
+        """Where a transactional producer is (Kafka's TransactionManager states); None otherwise."""
+        return self._transactions.state if self._transactional else None
+
     # -- life cycle ----------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Producer:
@@ -101,13 +134,14 @@ class Producer:
         await self.close()
 
     async def start(self) -> None:
-        """Connect, and take a producer id when idempotent. Fails when no broker answers."""
+        """Connect, and take a producer id when idempotent (a transactional producer takes it in
+        ``init_transactions``). Fails when no broker answers."""
         if self._started:
             return
         loop = asyncio.get_running_loop()
         self._accumulator.loop = self._sender.loop = loop
         await self.cluster.any_connection()
-        if self._transactions is not None:
+        if self._transactions is not None and not self._transactional:
             await self._transactions.init_producer_id()
         self._started = True
         self._accepting = True
@@ -133,6 +167,12 @@ class Producer:
         try:
             if self._started:
                 await self.flush()
+                if self._transactional and self._transactions.state in (TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR):
+                    log.info("Aborting incomplete transaction due to shutdown")
+                    try:
+                        await self.abort_transaction()
+                    except KcliError as exc:
+                        log.warning("could not abort the open transaction: %s", exc)
         finally:
             self._accumulator.closed = True
             self._accepting = False
@@ -167,7 +207,10 @@ class Producer:
         if state is None or not self._accepting or accumulator.buffered >= accumulator.buffer_memory or (partition is not None and partition >= state.count):
             await self._ready_for(topic, partition)
             state = self._topics[topic]
-        future = accumulator.append(state, value, key, headers, partition, timestamp)
+        if self._transactional:
+            future = self._append_in_transaction(state, value, key, headers, partition, timestamp)
+        else:
+            future = accumulator.append(state, value, key, headers, partition, timestamp)
         self._sends += 1
         if self._sender.woken or not self._sends & 255:
             await asyncio.sleep(0)  # let the sender and the connections run
@@ -197,7 +240,65 @@ class Producer:
         accumulator = self._accumulator
         if accumulator.buffered >= accumulator.buffer_memory:
             raise BufferFull(f"the producer's buffer.memory ({accumulator.buffer_memory} bytes) is full")
+        if self._transactional:
+            return self._append_in_transaction(state, value, key, headers, partition, timestamp)
         return accumulator.append(state, value, key, headers, partition, timestamp)
+
+    def _append_in_transaction(self, state: Any, value: bytes | None, key: bytes | None, headers: Sequence[tuple[str, bytes | None]], partition: int | None, timestamp: int | None) -> RecordFuture:
+        transactions = self._transactions
+        transactions.fail_if_not_ready_for_send()
+        future = self._accumulator.append(state, value, key, headers, partition, timestamp)
+        batch = future[0]
+        if not batch.done:  # not refused at once (a bad partition, a record too large)
+            transactions.maybe_add_partition(batch.queue)
+        return future
+
+    # -- transactions --------------------------------------------------------------------------------
+
+    async def init_transactions(self) -> None:
+        """Take the transactional id's producer id and epoch from its coordinator, fencing any
+        older producer of the id and completing its open transaction (Java's initTransactions)."""
+        transactions = self._require_transactions()
+        if not self._started:
+            await self.start()
+        await transactions.init_transactions()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit or abort belong to it."""
+        self._require_transactions().begin_transaction()
+
+    async def commit_transaction(self) -> None:
+        """Send every record of the transaction, then commit it (EndTxn). Raises the error of a
+        failed record or request; after an abortable one only ``abort_transaction`` is allowed."""
+        await self._require_transactions().commit_transaction(self.flush)
+
+    async def abort_transaction(self) -> None:
+        """Drop the records not sent yet, wait for those in flight, then abort the transaction."""
+        transactions = self._require_transactions()
+        self._sender.wake()
+        await transactions.abort_transaction(self.flush)
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group_metadata: Any) -> None:
+        """Commit ``offsets`` (the next offset to read per partition, or OffsetAndMetadata) for the
+        consumer group with the transaction: they take effect only if it commits. The group is a
+        consumer's ``group_metadata()`` (a ConsumerGroupMetadata: generation and member checked)
+        or a group id."""
+        transactions = self._require_transactions()
+        group = group_metadata
+        if isinstance(group_metadata, str):
+            from kcli.client.consumer_coordinator import ConsumerGroupMetadata
+
+            group = ConsumerGroupMetadata(group_metadata)
+        await transactions.send_offsets_to_transaction(offsets, group)
+
+    def _require_transactions(self) -> TransactionManager:
+        transactions = self._transactions
+        if transactions is None or not transactions.transactional:
+            raise IllegalTransactionStateError(
+                "Cannot use transactional methods without enabling transactions by setting the transactional.id configuration property")
+        if self._accumulator.closed:
+            raise KcliError("Cannot perform operation after producer has been closed")
+        return transactions
 
     @property
     def needs_yield(self) -> bool:

@@ -55,6 +55,7 @@ class ProducerConfig:
     partitioner: str = "default"  # default, sticky (keys ignored), round_robin
     partitioner_ignore_keys: bool = False
     transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], *, warn: Callable[[str], None] | None = None) -> ProducerConfig:
@@ -93,8 +94,9 @@ class ProducerConfig:
                 if explicit:
                     raise KcliError(reason)
                 self.enable_idempotence = False
-        if self.transactional_id is not None:
-            raise KcliError("transactional.id is not supported: kcli's producer has no transactions")
+        # After the checks above, which may turn idempotence off (Kafka checks in this order).
+        if self.transactional_id is not None and not self.enable_idempotence:
+            raise KcliError("Cannot set a transactional.id without also enabling idempotence.")
         minimum = self.linger_ms + self.request_timeout_ms
         if self.delivery_timeout_ms < minimum:
             if "delivery.timeout.ms" in given:
@@ -182,6 +184,7 @@ PRODUCER_PROPERTIES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "partitioner.class": ("partitioner", _partitioner),
     "partitioner.ignore.keys": ("partitioner_ignore_keys", _bool),
     "transactional.id": ("transactional_id", _optional_string),
+    "transaction.timeout.ms": ("transaction_timeout_ms", _int()),
 }
 
 # Known Java producer settings taken without effect: connection-level ones, the serializers
@@ -194,7 +197,7 @@ ACCEPTED_PROPERTIES = frozenset(
         "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "auto.include.jmx.reporter",
         "enable.metrics.push", "interceptor.classes", "partitioner.adaptive.partitioning.enable",
         "partitioner.availability.timeout.ms", "compression.gzip.level", "compression.lz4.level",
-        "compression.zstd.level", "transaction.timeout.ms", "security.providers", "metadata.recovery.strategy",
+        "compression.zstd.level", "security.providers", "metadata.recovery.strategy",
     }
 )
 

@@ -25,7 +25,7 @@ from kcli.client.partitioner import StickyPartitioner, partition_for_key
 from kcli.client.producer_config import INT32_MAX, ProducerConfig
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.compression import CompressionType, compress
-from kcli.storage.records import NO_PARTITION_LEADER_EPOCH, RECORD_BATCH_OVERHEAD, decode_record_fields, encode_record_fields, write_header
+from kcli.storage.records import NO_PARTITION_LEADER_EPOCH, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_FLAG, decode_record_fields, encode_record_fields, write_header
 from kcli.storage.varint import encode_varint
 
 if TYPE_CHECKING:
@@ -137,10 +137,11 @@ class ProducerBatch:
                     break
         return batch, index
 
-    def build(self, codec: CompressionType) -> int:
+    def build(self, codec: CompressionType, transactional: bool = False) -> int:
         """Write the batch's RecordBatch bytes (``payload``; again after its producer fields
-        changed): records joined, compressed, the header written by ``records.write_header``.
-        Returns the records' uncompressed size."""
+        changed): records joined, compressed, the header written by ``records.write_header``
+        (with the transactional attribute for a batch of a transaction). Returns the records'
+        uncompressed size."""
         parts = self.parts
         if codec:
             body = b"".join(parts)
@@ -163,7 +164,7 @@ class ProducerBatch:
             raw_size = len(payload) - RECORD_BATCH_OVERHEAD
         count = self.count
         write_header(
-            payload, 0, NO_PARTITION_LEADER_EPOCH, int(codec), count - 1, self.base_timestamp, self.max_timestamp,
+            payload, 0, NO_PARTITION_LEADER_EPOCH, int(codec) | (TRANSACTIONAL_FLAG if transactional else 0), count - 1, self.base_timestamp, self.max_timestamp,
             self.producer_id, self.producer_epoch, self.base_sequence, count,
         )
         self.payload = payload
@@ -424,6 +425,20 @@ class RecordAccumulator:
             queue.closed.pop(0)
         elif queue.open is batch:
             queue.open = None
+
+    def undrained(self) -> list[ProducerBatch]:
+        """Take every batch not in flight out of its queue (Kafka's abortUndrainedBatches: the
+        batches of an aborted or failed transaction that were not sent)."""
+        taken = []
+        for queue in list(self.active):
+            if queue.open is not None:
+                queue.closed.append(queue.open)
+                queue.open = None
+            taken.extend(queue.retries)
+            taken.extend(queue.closed)
+            queue.retries = []
+            queue.closed = []
+        return taken
 
     def reenqueue(self, batch: ProducerBatch) -> None:
         """Put a batch back for a retry, in its place by batch id."""

@@ -15,6 +15,12 @@ created; errors that mean stale metadata (NOT_LEADER_OR_FOLLOWER, ...) refresh i
 MESSAGE_TOO_LARGE for a batch of several records splits it in two and sends both halves. An
 idempotent producer's sequence numbers and producer id are the ``TransactionManager``'s: a
 partition whose batch came back for a retry sends nothing new until that batch went again.
+
+For a transactional producer the sender first has the transaction's new partitions added
+(AddPartitionsToTxn, through the ``TransactionManager``) once a batch of one of them is ready: a
+partition's batches go only once it is in the transaction. Its Produce requests carry the transactional id and its batches the
+transactional attribute. While the transaction is failed or being aborted, the batches not sent
+yet are failed (Kafka's abortUndrainedBatches); those in flight are answered as usual.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from kcli.client.metadata import STALE_METADATA
 from kcli.client.network_client import NetworkClient
 from kcli.client.producer_config import ProducerConfig
 from kcli.client.record_accumulator import PartitionQueue, ProducerBatch, RecordAccumulator
-from kcli.client.transaction_manager import TransactionManager
+from kcli.client.transaction_manager import TransactionAbortedError, TransactionManager
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol import messages
 from kcli.storage.records import RECORD_BATCH_OVERHEAD
@@ -104,6 +110,9 @@ class Sender:
         self._request_timeout = config.request_timeout_ms / 1000
         self._delivery_timeout = config.delivery_timeout_ms / 1000
         self._max_in_flight = config.max_in_flight
+        self._add_wanted = False  # a ready batch waits for its partition to join the transaction
+        self._transactional = transactions is not None and transactions.transactional
+        self._transactional_id = config.transactional_id if self._transactional else None
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by the producer's start
         self.woken = False
         self.waiter: asyncio.Future[None] | None = None
@@ -167,17 +176,26 @@ class Sender:
         """Send what is ready; return the seconds until something else will be (None: nothing)."""
         now = _monotonic()
         transactions = self.transactions
-        if transactions is not None and transactions.reset_needed:
-            transactions.reset_producer_id(self.loop, self.wake)
+        if transactions is not None:
+            if self._transactional:
+                if transactions.has_error or transactions.aborting:
+                    self._abort_undrained(transactions)
+            elif transactions.reset_needed:
+                transactions.reset_producer_id(self.loop, self.wake)
         if self._need_metadata or (self.metadata_at and now - self.metadata_at > self.config.metadata_max_age_ms / 1000):
             self._start_metadata_refresh(now)
         wake_at: float | None = None
+        self._add_wanted = False
         while True:
             by_node, wake_at = self._collect(now)
             if not by_node:
                 break
             for node, queues in by_node.items():
                 self._send_to(node, queues, now)
+        if self._add_wanted:
+            # A batch is ready for a partition new to the transaction: every partition new so far
+            # goes in one AddPartitionsToTxn (those that filled meanwhile need no request of their own).
+            transactions.add_partitions_if_needed(self.loop, self.wake)
         if self.accumulator.memory_waiters and self.accumulator.buffered < self.accumulator.buffer_memory:
             self.accumulator.release_memory_waiters()
         if self._need_metadata:
@@ -185,6 +203,17 @@ class Sender:
             if retry > now and (wake_at is None or retry < wake_at):
                 wake_at = retry
         return None if wake_at is None else max(0.0, wake_at - now)
+
+    def _abort_undrained(self, transactions: TransactionManager) -> None:
+        """Fail the batches of a failed or aborted transaction that were not sent."""
+        batches = self.accumulator.undrained()
+        if not batches:
+            return
+        error = transactions.last_error if transactions.has_error else None
+        for batch in batches:
+            transactions.abandoned(batch)
+            failure = TransactionAbortedError("Failing batch since transaction was aborted" + (f": {error}" if error is not None else ""))
+            self._complete(batch, -1, -1, failure)
 
     def _collect(self, now: float) -> tuple[dict[int, list[PartitionQueue]], float | None]:
         force = self.accumulator.flushes > 0 or self.accumulator.closed or bool(self.accumulator.memory_waiters)
@@ -194,6 +223,7 @@ class Sender:
         in_flight = self._in_flight
         connections = self._connections
         in_flight_nodes = {node for node, count in in_flight.items() if count}
+        transactions = self.transactions if self._transactional else None
         by_node: dict[int, list[PartitionQueue]] = {}
         wake_at: float | None = None
         idle = []
@@ -231,6 +261,9 @@ class Sender:
             if now - batch.created >= delivery:
                 self._expire(queue, batch, now)
                 continue
+            if transactions is not None and not transactions.send_to_partition_allowed(queue):
+                self._add_wanted = True
+                continue  # its partition joins the transaction first; the answer wakes the sender
             leader = queue.topic.leaders[queue.partition] if queue.partition < len(queue.topic.leaders) else -1
             if leader < 0:
                 self._need_metadata = True
@@ -256,12 +289,12 @@ class Sender:
 
     def _expire(self, queue: PartitionQueue, batch: ProducerBatch, now: float) -> None:
         self.accumulator.take(queue, batch)
-        if self.transactions is not None:
-            self.transactions.undeliverable(batch)
         error = KafkaError(
             ErrorCode.REQUEST_TIMED_OUT,
             f"Expiring {batch.count} record(s) for {queue.label()}:{int((now - batch.created) * 1000)} ms has passed since batch creation",
         )
+        if self.transactions is not None:
+            self.transactions.undeliverable(batch, error)
         self._complete(batch, -1, -1, error)
 
     def _connect(self, node: int) -> None:
@@ -310,7 +343,7 @@ class Sender:
         """Build the batch's bytes (again, after a producer id change) and return their size."""
         if self.transactions is not None:
             self.transactions.assign_sequence(batch)
-        raw_size = batch.build(self._codec)
+        raw_size = batch.build(self._codec, self._transactional)
         size = len(batch.payload)
         metrics = self.metrics
         metrics.batch_total += 1
@@ -326,7 +359,7 @@ class Sender:
             version = self._produce_versions.get(connection)
             if version is None:
                 version = self._produce_versions[connection] = connection.version_for(PRODUCE, at_least=3)
-            body = encode_produce_request(version, acks, self.config.request_timeout_ms, batches)
+            body = encode_produce_request(version, acks, self.config.request_timeout_ms, batches, self._transactional_id)
             answer = connection.write(PRODUCE, version, body, expect_response=acks != 0)
             self.metrics.request_total += 1
         except KafkaError as exc:
@@ -407,9 +440,10 @@ class Sender:
             self.accumulator.reenqueue(batch)
             self.metrics.record_retry_total += batch.count
             return
+        error = KafkaError(code, message or code.message)
         if transactions is not None:
-            transactions.undeliverable(batch)
-        self._complete(batch, -1, -1, KafkaError(code, message or code.message))
+            transactions.undeliverable(batch, error)
+        self._complete(batch, -1, -1, error)
 
     def _split(self, batch: ProducerBatch) -> None:
         """Send the records of a batch the broker found too large as two batches."""
@@ -485,12 +519,12 @@ class Sender:
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-_PRODUCE_HEAD = struct.Struct(">hhi")  # null transactional id, acks, timeout (v3-8)
-_FLEXIBLE_PRODUCE_HEAD = struct.Struct(">Bhi")  # v9+: compact null transactional id
+_ACKS_AND_TIMEOUT = struct.Struct(">hi")
 
 
-def encode_produce_request(version: int, acks: int, timeout_ms: int, batches: Sequence[ProducerBatch]) -> list[bytes]:
-    """The body of a Produce request (v3+) carrying one batch per partition, as byte pieces.
+def encode_produce_request(version: int, acks: int, timeout_ms: int, batches: Sequence[ProducerBatch], transactional_id: str | None = None) -> list[bytes]:
+    """The body of a Produce request (v3+) carrying one batch per partition, as byte pieces,
+    with the transactional id of a transactional producer (null otherwise).
 
     Written directly rather than through kio's entities: the records are most of the request,
     and this keeps them out of the per-field writer. A test decodes it with kio's reader.
@@ -505,7 +539,12 @@ def encode_produce_request(version: int, acks: int, timeout_ms: int, batches: Se
             group.append(batch)
     flexible = messages.is_flexible(PRODUCE, version)
     if flexible:
-        parts = [_FLEXIBLE_PRODUCE_HEAD.pack(0, acks, timeout_ms), encode_unsigned_varint(len(topics) + 1)]
+        if transactional_id is None:
+            head = b"\x00"
+        else:
+            raw = transactional_id.encode("utf-8")
+            head = encode_unsigned_varint(len(raw) + 1) + raw
+        parts = [head + _ACKS_AND_TIMEOUT.pack(acks, timeout_ms), encode_unsigned_varint(len(topics) + 1)]
         for name, group in topics.items():
             raw = name.encode("utf-8")
             parts.append(encode_unsigned_varint(len(raw) + 1) + raw + encode_unsigned_varint(len(group) + 1))
@@ -517,7 +556,12 @@ def encode_produce_request(version: int, acks: int, timeout_ms: int, batches: Se
             parts.append(b"\x00")  # the topic's tagged fields
         parts.append(b"\x00")
     else:
-        parts = [_PRODUCE_HEAD.pack(-1, acks, timeout_ms), _INT32.pack(len(topics))]
+        if transactional_id is None:
+            head = _INT16.pack(-1)
+        else:
+            raw = transactional_id.encode("utf-8")
+            head = _INT16.pack(len(raw)) + raw
+        parts = [head + _ACKS_AND_TIMEOUT.pack(acks, timeout_ms), _INT32.pack(len(topics))]
         for name, group in topics.items():
             raw = name.encode("utf-8")
             parts.append(_INT16.pack(len(raw)) + raw + _INT32.pack(len(group)))

@@ -72,7 +72,7 @@ _INT32_MAX = 2**31 - 1
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
-_TRANSACTIONAL_FLAG = 0x10
+TRANSACTIONAL_FLAG = 0x10
 _CONTROL_FLAG = 0x20
 _DELETE_HORIZON_FLAG = 0x40
 
@@ -220,7 +220,7 @@ class RecordBatch:
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self._h[5] & _TRANSACTIONAL_FLAG)
+        return bool(self._h[5] & TRANSACTIONAL_FLAG)
 
     @property
     def is_control(self) -> bool:
@@ -624,7 +624,7 @@ def batch_attributes(
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attributes |= _TIMESTAMP_TYPE_MASK
     if transactional:
-        attributes |= _TRANSACTIONAL_FLAG
+        attributes |= TRANSACTIONAL_FLAG
     if control:
         attributes |= _CONTROL_FLAG
     if delete_horizon:

@@ -23,7 +23,15 @@ per record; prints Kafka's "Reading payloads from" and "Number of messages read"
 Settings: ``--producer-props k=v ...`` (which take precedence) and ``--producer.config``, with the
 Java producer's property names; ``client.id`` defaults to ``perf-producer-client``.
 ``--print-metrics`` prints the producer's counters after the summary in Kafka's ``Metric Name``
-table. Transactions (``--transaction-duration-ms`` > 0) are refused: kcli's producer has none.
+table.
+
+Transactions, as Kafka 3.9 runs them: ``--transaction-duration-ms`` > 0 turns them on, with
+``--transactional-id`` (default ``performance-producer-default-transactional-id``) as the
+producer's ``transactional.id``, taking precedence over one in the properties. A transaction
+begins with the first record after a commit and is committed after the send of the first record
+``--transaction-duration-ms`` or more after it began; the last one after the loop. (Kafka 4.0
+turns transactions on for a transactional id alone and generates an id for a duration alone;
+3.9 does neither.)
 
 Errors: the first failed send is reported as one line and the test stops (exit 1) after printing
 the summary of what was acknowledged.
@@ -79,17 +87,18 @@ def producer_perf_test(
         raise UsageError(f"unrecognized arguments: '{' '.join(values)}'")
     if producer_props is None and producer_config is None:
         raise UsageError("Either --producer-props or --producer.config must be specified.")
-    if transaction_duration_ms > 0:
-        raise KcliError("transactions are not supported: kcli's producer has no transactions (--transaction-duration-ms)")
     if record_size is not None and record_size < 0:
         raise UsageError(f"argument --record-size: invalid size {record_size}")
     delimiter = "\n" if payload_delimiter == "\\n" else payload_delimiter
-    props = read_props([*(producer_props or []), *(values or [])], producer_config)
-    run(topic, num_records, record_size, payload_file, delimiter, payload_monotonic, throughput, props, print_metrics)
+    transactions = transaction_duration_ms > 0
+    props = read_props([*(producer_props or []), *(values or [])], producer_config, transactional_id if transactions else None)
+    run(topic, num_records, record_size, payload_file, delimiter, payload_monotonic, throughput, props, print_metrics,
+        transaction_duration_ms if transactions else 0)
 
 
-def read_props(items: list[str], producer_config: str | None) -> dict[str, str]:
-    """ProducerPerformance.readProps: the file, then ``k=v`` items (exactly one ``=`` each)."""
+def read_props(items: list[str], producer_config: str | None, transactional_id: str | None = None) -> dict[str, str]:
+    """ProducerPerformance.readProps: the file, then ``k=v`` items (exactly one ``=`` each), then
+    the transactional id when transactions are on."""
     from kcli.config import read_properties
     from kcli.errors import UsageError
 
@@ -102,6 +111,8 @@ def read_props(items: list[str], producer_config: str | None) -> dict[str, str]:
             raise UsageError(f"Invalid property: {item}")
         props[pieces[0]] = pieces[1]
     props["key.serializer"] = props["value.serializer"] = "org.apache.kafka.common.serialization.ByteArraySerializer"
+    if transactional_id is not None:
+        props["transactional.id"] = transactional_id
     props.setdefault("client.id", "perf-producer-client")
     return props
 
@@ -255,18 +266,18 @@ class Throttler:
 
 def run(
     topic: str, num_records: int, record_size: int | None, payload_file: str | None, delimiter: str,
-    monotonic: bool, throughput: float, props: dict[str, str], print_metrics: bool,
+    monotonic: bool, throughput: float, props: dict[str, str], print_metrics: bool, transaction_duration_ms: int = 0,
 ) -> None:
     from kcli.client.sync import SyncRunner
 
     payloads = read_payloads(payload_file, delimiter) if payload_file is not None else None
     with SyncRunner() as runner:
-        runner.run(_perf(topic, num_records, record_size, payloads, monotonic, throughput, props, print_metrics))
+        runner.run(_perf(topic, num_records, record_size, payloads, monotonic, throughput, props, print_metrics, transaction_duration_ms))
 
 
 async def _perf(
     topic: str, num_records: int, record_size: int | None, file_payloads: list[bytes] | None,
-    monotonic: bool, throughput: float, props: dict[str, str], print_metrics: bool,
+    monotonic: bool, throughput: float, props: dict[str, str], print_metrics: bool, transaction_duration_ms: int,
 ) -> None:
     import random
     import time
@@ -291,8 +302,11 @@ async def _perf(
         payloads = file_payloads or []
     rng = random.Random(0)
     failure: list[str] = []
+    transactions = transaction_duration_ms > 0
     try:
         await producer.start()
+        if transactions:
+            await producer.init_transactions()
         now_ms = time.time_ns() // 1_000_000
         stats = Stats(num_records, REPORTING_INTERVAL_MS, now_ms, write)
         throttler = Throttler(throughput, now_ms)
@@ -309,6 +323,8 @@ async def _perf(
         send = producer.send
         count = len(payloads)
         throttled = throughput >= 0
+        in_transaction = 0  # records sent in the open transaction
+        transaction_start = 0
         for i in range(num_records):
             if monotonic:
                 payload = str(i).encode()
@@ -316,6 +332,9 @@ async def _perf(
                 payload = payloads[i % count]
             else:
                 payload = payloads[rng.randrange(count)]
+            if transactions and not in_transaction:
+                producer.begin_transaction()
+                transaction_start = clock() // 1_000_000
             start_ms = clock() // 1_000_000
             try:
                 future = await send(topic, payload)
@@ -325,8 +344,14 @@ async def _perf(
             future.add_done_callback(acknowledged, start_ms, len(payload))
             if failure:
                 break
+            in_transaction += 1
+            if transactions and transaction_duration_ms <= start_ms - transaction_start:
+                await producer.commit_transaction()
+                in_transaction = 0
             if throttled and throttler.should_throttle(i, start_ms):
                 await throttler.throttle()
+        if transactions and in_transaction and not failure:
+            await producer.commit_transaction()
         await producer.flush()
         write(stats.total_line(clock() // 1_000_000))
         if print_metrics:

@@ -147,10 +147,67 @@ def test_producer_config_file(broker, kcli, unique_topic, tmp_path):
     assert "compresscodec: lz4" in dump.stdout
 
 
+def control_batches(kcli, broker, topic: str) -> tuple[list[str], list[str]]:
+    """(data batch lines, control batch lines) of the topic's partition 0 as dump-log-segments prints them."""
+    dump = kcli("dump-log-segments", "--files", str(broker.log_dir / f"{topic}-0" / "00000000000000000000.log"))
+    batches = [line for line in dump.stdout.splitlines() if line.startswith("baseOffset:")]
+    return [b for b in batches if "isControl: false" in b], [b for b in batches if "isControl: true" in b]
+
+
+def read_committed(bootstrap: str, topic: str) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "perf-test-check", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    values: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            if message.error():
+                break  # the end of the partition (the last stable offset)
+            values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
+def test_transactions_commit_every_transaction_duration(broker, kcli, unique_topic):
+    """The throttle keeps the run at 2000 records/s or less, so 600 records take 300 ms or more:
+    with 50 ms transactions, several commits."""
+    topic = unique_topic()
+    kcli("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic", topic, "--partitions", "1")
+    result = perf(kcli, broker.bootstrap, topic, "--num-records", "600", "--payload-monotonic", "--throughput", "2000", "--transaction-duration-ms", "50")
+    assert result.returncode == 0, result
+    assert int(total_of(result).group(1)) == 600
+    data, markers = control_batches(kcli, broker, topic)
+    assert all("isTransactional: true" in b for b in data + markers)
+    assert len(markers) >= 2
+    assert read_committed(broker.bootstrap, topic) == [str(i).encode() for i in range(600)]
+    described = kcli("transactions", "--bootstrap-server", broker.bootstrap, "describe", "--transactional-id", "performance-producer-default-transactional-id")
+    assert described.returncode == 0 and "CompleteCommit" in described.stdout, described
+
+
+def test_the_transactional_id_flag_takes_precedence_over_the_properties(broker, kcli, unique_topic):
+    topic, flag, prop = unique_topic(), unique_topic("flag"), unique_topic("prop")
+    result = perf(kcli, broker.bootstrap, topic, "--num-records", "20", "--record-size", "10", "--throughput", "-1",
+                  "--transaction-duration-ms", "100000", "--transactional-id", flag, "--producer-props", f"transactional.id={prop}")
+    assert result.returncode == 0, result
+    data, markers = control_batches(kcli, broker, topic)
+    assert len(markers) == 1 and data  # one transaction, committed after the loop
+    assert len(read_committed(broker.bootstrap, topic)) == 20
+    assert kcli("transactions", "--bootstrap-server", broker.bootstrap, "describe", "--transactional-id", flag).returncode == 0
+    unknown = kcli("transactions", "--bootstrap-server", broker.bootstrap, "describe", "--transactional-id", prop)
+    assert unknown.returncode != 0
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--transaction-duration-ms", "100"], 1, "Error: transactions are not supported: kcli's producer has no transactions (--transaction-duration-ms)"),
+        # Kafka 3.9 turns transactions on only with --transaction-duration-ms: a transactional id
+        # alone makes a producer whose first send comes before initTransactions.
+        (["--producer-props", "transactional.id=alone"], 1, "Error: Cannot perform a 'send' before completing a call to initTransactions when transactions are enabled."),
         (["--producer-props", "acks"], 2, "Error: Invalid property: acks"),
         (["--producer-props", "a=b=c"], 2, "Error: Invalid property: a=b=c"),
         (["--producer-props", "enable.idempotence=true", "acks=1"], 1, "Error: Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence."),

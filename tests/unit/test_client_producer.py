@@ -611,7 +611,9 @@ def test_unknown_properties_are_warned_about_as_kafka_does():
         ({"enable.idempotence": "true", "max.in.flight.requests.per.connection": "6"}, "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent producer."),
         ({"delivery.timeout.ms": "1000", "request.timeout.ms": "2000"}, "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"),
         ({"partitioner.class": "com.example.Mine"}, "Invalid value com.example.Mine for configuration partitioner.class: Class com.example.Mine could not be found."),
-        ({"transactional.id": "tx"}, "transactional.id is not supported: kcli's producer has no transactions"),
+        ({"transactional.id": "tx", "enable.idempotence": "false"}, "Cannot set a transactional.id without also enabling idempotence."),
+        ({"transactional.id": "tx", "acks": "1"}, "Cannot set a transactional.id without also enabling idempotence."),
+        ({"transaction.timeout.ms": "x"}, "Invalid value x for configuration transaction.timeout.ms: Not a number of type INT"),
         ({"security.protocol": "SSL"}, "security.protocol SSL is not supported: kcli speaks PLAINTEXT only"),
     ],
 )

@@ -10,7 +10,8 @@ INVALID_TOPIC_EXCEPTION, as only the broker writes there; a batch the log reject
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, ...) with its message; a disk error
 (a full disk, an offline log dir) answers KAFKA_STORAGE_ERROR and leaves nothing written. A
 transactional batch to a partition its transaction did not add answers INVALID_TXN_STATE
-(``transactions/verification``). A retried batch of
+(``transactions/verification``; when another broker coordinates the transactional id, it is asked
+first, once for the whole request). A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
@@ -30,7 +31,7 @@ import asyncio
 import logging
 
 from kcli.metadata.topic_names import is_internal
-from kcli.broker.transactions.verification import verify_transactional_produce
+from kcli.broker.transactions.verification import coordinator_is_remote, verify_remotely, verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage.records import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, RecordBatch, peek_batch_header, single_batch_header
 
@@ -43,12 +44,33 @@ _ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # attributes are a big-endian int1
 
 
 def handle(ctx, request):
+    if request.transactional_id is not None and coordinator_is_remote(ctx.broker, request.transactional_id):
+        return _handle_verified_remotely(ctx, request)
     if _compressed_batches(request) > 1:
         return _handle_yielding(ctx, request)
     responses = []
     state = _State()
     for topic in request.topic_data:
         partition_responses = [_append(ctx, request, topic.name, data, state) for data in topic.partition_data]
+        responses.append({"name": topic.name, "partition_responses": partition_responses})
+    return _answer(ctx, request.acks, responses, state)
+
+
+async def _handle_verified_remotely(ctx, request):
+    """A transactional request whose coordinator is another broker: it verifies first."""
+    replicas = ctx.broker.replica_manager
+    candidates = []
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            try:
+                candidates.append((replicas.partition(topic.name, data.index), single_batch_header(data.records)))
+            except KcliError:
+                pass  # the append answers the partition's error
+    remote = await verify_remotely(ctx.broker, request.transactional_id, candidates)
+    responses = []
+    state = _State()
+    for topic in request.topic_data:
+        partition_responses = [_append(ctx, request, topic.name, data, state, remote) for data in topic.partition_data]
         responses.append({"name": topic.name, "partition_responses": partition_responses})
     return _answer(ctx, request.acks, responses, state)
 
@@ -77,7 +99,7 @@ def _answer(ctx, acks, responses, state):
     return {"responses": responses}
 
 
-def _append(ctx, request, topic_name, data, state):
+def _append(ctx, request, topic_name, data, state, remote=None):
     replicas = ctx.broker.replica_manager
     acks = request.acks
     result = {"index": data.index, "base_offset": -1, "log_append_time": -1, "log_start_offset": -1}
@@ -90,7 +112,7 @@ def _append(ctx, request, topic_name, data, state):
         records = data.records  # a view of the request's bytes: checked and patched in place
         batch = single_batch_header(records)  # the one read of its header
         _check_single_batch(records, batch)
-        verify_transactional_produce(ctx.broker, request.transactional_id, partition, batch)
+        verify_transactional_produce(ctx.broker, request.transactional_id, partition, batch, remote)
         info = partition.append(records if batch is None else batch, acks)
         result["base_offset"] = info.first_offset
         result["log_append_time"] = info.log_append_time

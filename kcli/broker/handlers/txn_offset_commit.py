@@ -2,7 +2,8 @@
 
 Behaviour: a transactional producer commits a group's offsets inside its transaction. An empty
 group id answers INVALID_GROUP_ID, a group of a partition this broker does not lead
-NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it loads). The group's ``__consumer_offsets`` partition must be in the transaction (AddOffsetsToTxn first):
+NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it loads). The group's ``__consumer_offsets`` partition must be in the transaction (AddOffsetsToTxn first; the
+transactional id's coordinator is asked over the wire when it is another broker):
 otherwise INVALID_TXN_STATE (v4: TRANSACTION_ABORTABLE), as Kafka 3.9's verification answers;
 a stale epoch answers INVALID_PRODUCER_EPOCH, another producer id INVALID_PRODUCER_ID_MAPPING.
 The offsets are written to ``__consumer_offsets`` as a transactional batch of the producer and
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 from kcli.broker.groups.offsets import NO_METADATA, OffsetAndMetadata
 from kcli.broker.groups.wire import leader_epoch_or_none
+from kcli.broker.transactions.verification import coordinator_is_remote
+from kcli.common import TopicPartition
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode
 
@@ -34,6 +37,19 @@ _VERIFICATION_ERRORS = {
 
 
 def handle(ctx, request):
+    if request.transactional_id and coordinator_is_remote(ctx.broker, request.transactional_id):
+        return _handle_verified_remotely(ctx, request)
+    return _handle(ctx, request)
+
+
+async def _handle_verified_remotely(ctx, request):
+    """The transactional id's coordinator is another broker: it verifies first."""
+    tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, ctx.broker.group_coordinator.partition_for(request.group_id))
+    errors = await ctx.broker.add_partitions_to_txn_manager.verify(request.transactional_id, request.producer_id, request.producer_epoch, [tp])
+    return _handle(ctx, request, errors[tp])
+
+
+def _handle(ctx, request, remote_error: ErrorCode | None = None):
     broker = ctx.broker
     groups = broker.group_coordinator
     version = ctx.api_version
@@ -54,7 +70,7 @@ def handle(ctx, request):
                     now,
                 )
     if commits:
-        error = groups.transactional_commit_status(request.group_id) or _verify(ctx, request, version)
+        error = groups.transactional_commit_status(request.group_id) or _verify(ctx, request, version, remote_error)
         if error is not None:
             errors.update(dict.fromkeys(commits, error))
         else:
@@ -74,14 +90,18 @@ def handle(ctx, request):
     return {"topics": topics}
 
 
-def _verify(ctx, request, version: int) -> ErrorCode | None:
-    """Kafka 3.9's check that the group's offsets partition is in the producer's transaction."""
+def _verify(ctx, request, version: int, remote_error: ErrorCode | None) -> ErrorCode | None:
+    """Kafka 3.9's check that the group's offsets partition is in the producer's transaction
+    (``remote_error``: what a coordinator on another broker answered)."""
     broker = ctx.broker
     if not broker.config.get("transaction.partition.verification.enable"):
         return None
     groups = broker.group_coordinator
     tp = (GROUP_METADATA_TOPIC_NAME, groups.partition_for(request.group_id))
-    error = broker.transaction_coordinator.verify_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp])[tp]
+    if remote_error is not None:
+        error = remote_error
+    else:
+        error = broker.transaction_coordinator.verify_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp])[tp]
     if error == ErrorCode.NONE:
         return None
     if error == ErrorCode.TRANSACTION_ABORTABLE and version < 4:

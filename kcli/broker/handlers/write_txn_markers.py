@@ -3,12 +3,13 @@
 Behaviour: what a transaction coordinator sends the leaders of a transaction's partitions: for
 each marker, a COMMIT (``transaction_result`` true) or ABORT control batch of the producer id
 and epoch with the coordinator epoch, appended to each named partition as the coordinator's
-append (``transactions/markers``). A partition this broker does not host answers
-UNKNOWN_TOPIC_OR_PARTITION; a stale producer epoch INVALID_PRODUCER_EPOCH; an older coordinator
+append (``transactions/markers``). A partition another broker leads answers
+NOT_LEADER_OR_FOLLOWER (the coordinator retries it at the new leader), one the cluster does not
+have UNKNOWN_TOPIC_OR_PARTITION; a stale producer epoch INVALID_PRODUCER_EPOCH; an older coordinator
 epoch than the partition's last marker TRANSACTION_COORDINATOR_FENCED. A marker on
 ``__consumer_offsets`` also commits or drops the producer's pending transactional offsets
-there. kcli's own coordinator writes markers in-process; this API serves tools and other
-coordinators.
+there. kcli's coordinator writes the markers of the partitions its own broker leads in-process
+and sends the others here (``transactions/marker_channel_manager``); tools use it too.
 
 Version notes: v1 is flexible (v0, the same fields unflexible, has no schema in the message
 layer; SKIPPED.md).

@@ -9,7 +9,9 @@ PrepareAbort, then the markers to every partition of the transaction (``markers`
 then CompleteCommit or CompleteAbort. A marker that cannot be written yet (a partition still
 loading, an append error) leaves the transaction in its Prepare state and is retried on a timer,
 as is everything a load finds in a Prepare state: a crash between the decision and its markers
-completes the transaction after restart.
+completes the transaction after restart. In a cluster, markers for partitions another broker
+leads go to that leader in WriteTxnMarkers (``marker_channel_manager``); the transaction
+completes once every leader answered for its partitions.
 
 Transactions open longer than their timeout are aborted every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, under a bumped epoch, so the
@@ -30,6 +32,7 @@ from typing import Any
 
 from kcli.broker.groups.partitioner import partition_for
 from kcli.broker.transactions import markers, transaction_state_manager
+from kcli.broker.transactions.marker_channel_manager import PendingMarkers
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.metadata import TransactionMetadata, TransactionState, is_epoch_exhausted
 from kcli.common import TopicPartition
@@ -79,6 +82,8 @@ class TransactionCoordinator:
         *,
         group_coordinator: Callable[[], Any] = lambda: None,
         time_ms: Callable[[], int] = now_ms,
+        leader_of: Callable[[str, int], int | None] = lambda topic, index: None,
+        marker_channel: Any = None,
     ) -> None:
         self.config = config
         self._writer = writer
@@ -86,11 +91,16 @@ class TransactionCoordinator:
         self._generate_producer_id = generate_producer_id
         self._group_coordinator = group_coordinator
         self._time_ms = time_ms
+        # The broker leading a partition this broker does not host (None: unknown, -1: none now).
+        self._leader_of = leader_of
+        self._marker_channel = marker_channel  # TransactionMarkerChannelManager, or None on one broker
         self._txns: dict[str, TransactionMetadata] = {}
         self._owned: set[int] = set()
         self._loading: set[int] = set()
         # Prepare{Commit,Abort} transactions whose markers are not all written: id -> partitions left.
         self._pending_markers: dict[str, set[TopicPartition]] = {}
+        # Of those, the partitions whose markers are on their way to another broker.
+        self._markers_in_flight: dict[str, set[TopicPartition]] = {}
         self._active = False
         self._tasks: set[asyncio.Task] = set()
         self._timers: list[asyncio.TimerHandle] = []
@@ -110,6 +120,8 @@ class TransactionCoordinator:
             timer.cancel()
         if self._retry is not None:
             self._retry.cancel()
+        if self._marker_channel is not None:
+            await self._marker_channel.shutdown()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -190,6 +202,7 @@ class TransactionCoordinator:
         for transactional_id in [t for t in self._txns if self.partition_for(t) == partition]:
             del self._txns[transactional_id]
             self._pending_markers.pop(transactional_id, None)
+            self._markers_in_flight.pop(transactional_id, None)
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -360,12 +373,24 @@ class TransactionCoordinator:
         remaining = self._pending_markers.get(transactional_id)
         if metadata is None or remaining is None:
             self._pending_markers.pop(transactional_id, None)
+            self._markers_in_flight.pop(transactional_id, None)
             return True
         commit = metadata.state == _S.PREPARE_COMMIT
         coordinator_epoch = self._coordinator_epoch(transactional_id)
         now = self._time_ms()
         groups = self._group_coordinator()
+        in_flight = self._markers_in_flight.setdefault(transactional_id, set())
+        remote: dict[int, list[TopicPartition]] = {}
         for topic, index in sorted(remaining):
+            if (topic, index) in in_flight:
+                continue  # its leader has not answered yet
+            if self._marker_channel is not None and self._replicas.get(topic, index) is None:
+                leader = self._leader_of(topic, index)
+                if leader is not None and leader >= 0 and leader != self._replicas.broker_id:
+                    remote.setdefault(leader, []).append(TopicPartition(topic, index))
+                    continue
+                if leader is not None and leader < 0:
+                    continue  # no leader now: tried again on the timer
             if topic == GROUP_METADATA_TOPIC_NAME and groups is not None and index in groups.hosted_partitions() and not groups.is_loaded(index):
                 continue  # its groups are loading: the marker waits so their offsets see it
             error = markers.write_marker(self._replicas, topic, index, metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit, now)
@@ -376,15 +401,45 @@ class TransactionCoordinator:
                 remaining.discard((topic, index))
             else:
                 log.warning("Writing the %s marker of %s to %s-%d failed (%s); retrying", "COMMIT" if commit else "ABORT", transactional_id, topic, index, error.name)
+        for destination, partitions in remote.items():
+            in_flight.update(partitions)
+            self._marker_channel.add_markers(destination, PendingMarkers(
+                transactional_id, metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit, partitions,
+                lambda results, tid=transactional_id: self._markers_answered(tid, results),
+            ))
         if remaining:
-            self._schedule_marker_retry(MARKER_RETRY_MS)
+            if remaining - in_flight:
+                self._schedule_marker_retry(MARKER_RETRY_MS)
             return False
+        self._markers_in_flight.pop(transactional_id, None)
         if self._write(metadata.prepare_complete(self._time_ms())) != ErrorCode.NONE:
             self._schedule_marker_retry(MARKER_RETRY_MS)
             return False
         del self._pending_markers[transactional_id]
         log.debug("Completed the transaction of %s (%s)", transactional_id, "commit" if commit else "abort")
         return True
+
+    def _markers_answered(self, transactional_id: str, results: dict[TopicPartition, ErrorCode]) -> None:
+        """Another broker answered WriteTxnMarkers: written partitions are done, the others are
+        tried again (at their leader then) on the timer."""
+        in_flight = self._markers_in_flight.get(transactional_id)
+        remaining = self._pending_markers.get(transactional_id)
+        if in_flight is not None:
+            in_flight.difference_update(results)
+        if remaining is None or not self._active:
+            return  # completed meanwhile, or this broker is no longer its coordinator
+        failed = False
+        for (topic, index), error in results.items():
+            if error in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                remaining.discard((topic, index))
+            else:
+                failed = True
+                log.info("The %s marker of %s for %s-%d failed at its leader (%s); retrying", "COMMIT" if self._txns[transactional_id].state == _S.PREPARE_COMMIT else "ABORT",
+                         transactional_id, topic, index, error.name)
+        if failed:
+            self._schedule_marker_retry(MARKER_RETRY_MS)
+        elif not remaining:
+            self.send_markers(transactional_id)
 
     def _schedule_marker_retry(self, delay_ms: int) -> None:
         if self._retry is not None or not self._active:

@@ -9,6 +9,10 @@ replicas (not created while fewer brokers are alive), ``cleanup.policy=compact``
 ``compression.type=uncompressed``, ``segment.bytes`` = ``transaction.state.log.segment.bytes``,
 ``min.insync.replicas`` = ``transaction.state.log.min.isr`` and
 ``unclean.leader.election.enable=false``.
+
+Markers for partitions another broker leads go to that leader through the
+``TransactionMarkerChannelManager``, at the address the leader registered; the leader of a
+partition is the broker's metadata cache's.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kcli.broker.broker_connections import BrokerConnections, live_broker_address
 from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, internal_topic, led_partitions
 from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
+from kcli.broker.transactions.marker_channel_manager import TransactionMarkerChannelManager
 from kcli.broker.transactions.transaction_state_manager import TransactionStateManager
 
 log = logging.getLogger("kcli.broker.transactions")
@@ -26,12 +32,23 @@ log = logging.getLogger("kcli.broker.transactions")
 
 def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
     config = TransactionConfig.from_broker_config(broker.config)
+
+    def leader_of(topic: str, index: int) -> int | None:
+        info = broker.metadata.topic(topic)
+        partition = None if info is None else info.partitions.get(index)
+        return None if partition is None else partition.leader
+
+    channel = TransactionMarkerChannelManager(BrokerConnections(
+        live_broker_address(broker), client_id=f"broker-{broker.id}-txn-marker-sender", request_timeout_ms=broker.config.get("request.timeout.ms"),
+    ))
     coordinator = TransactionCoordinator(
         config,
         TransactionStateManager(broker.replica_manager),
         broker.replica_manager,
         broker.producer_ids.generate,
         group_coordinator=lambda: broker.group_coordinator,
+        leader_of=leader_of,
+        marker_channel=channel,
     )
     existing = broker.metadata.topic(TRANSACTION_STATE_TOPIC_NAME)
     if existing is not None and existing.partitions:

@@ -31,11 +31,11 @@ def marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, 
 def write_marker(
     replica_manager: Any, topic: str, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, timestamp: int
 ) -> ErrorCode:
-    """Append one marker to a partition this broker leads; the error it answers with."""
-    partition = replica_manager.get(topic, index)
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    """Append one marker to a partition this broker leads; the error it answers with
+    (NOT_LEADER_OR_FOLLOWER for a partition another broker leads, UNKNOWN_TOPIC_OR_PARTITION for
+    one the cluster does not have)."""
     try:
+        partition = replica_manager.partition(topic, index)
         batch = marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp)
         partition.append(batch, -1, AppendOrigin.COORDINATOR)
     except KcliError as e:
