@@ -11,6 +11,12 @@ Threads (``metadata_thread``): a store's watch callback only notes what changed;
 on the metadata thread and the cache changes, and its listeners run, on the event loop.
 ``refresh_topic_async`` reads one topic again at once, so that a request that just wrote it
 answers with what it wrote, whatever the store's watch latency.
+
+In cluster mode the controller also sends every broker UpdateMetadata (``update_metadata``, Kafka's
+MetadataCache.updateMetadata): the live brokers, the controller, and partition states. Both
+sources carry a partition's state with its partition epoch (the state znode's version), and the
+cache keeps, per partition, the newer of what it has and what arrives, so the two may interleave
+in any order without a newer state being replaced by an older one.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import ChangeEvent, ChangeKind
-from kcli.metadata.topics import ZERO_UUID, TopicChange, TopicChangeKind, TopicInfo, TopicListener
+from kcli.metadata.topics import ZERO_UUID, PartitionState, TopicChange, TopicChangeKind, TopicInfo, TopicListener
 from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, LoadedState, partition_state
 
 log = logging.getLogger("kcli.broker.metadata")
@@ -264,9 +270,58 @@ class MetadataCache:
             )
         self._apply(name, replace(topic, partitions=updated))
 
+    def update_metadata(
+        self,
+        controller_id: int,
+        brokers: dict[int, zk.BrokerRegistration],
+        topics: dict[str, tuple[uuid.UUID | None, dict[int, PartitionState | None]]],
+    ) -> None:
+        """Apply an UpdateMetadata request's content, on the loop: the live brokers, the
+        controller, and per topic the partition states (None: the partition is being deleted,
+        Kafka's LeaderDuringDelete), each kept only when not older than the cached one."""
+        with self._lock:
+            self._brokers = dict(sorted(brokers.items()))
+        self._controller_id = controller_id if controller_id >= 0 else None
+        for name, (topic_id, states) in topics.items():
+            previous = self.topic(name)
+            if previous is None or (topic_id not in (None, ZERO_UUID) and topic_id != previous.topic_id):
+                # A topic is known from the tree (its id, configs and assignment) before its
+                # states are taken from UpdateMetadata: one the cache has not read yet, or has
+                # seen deleted, is left to the tree's watch.
+                continue
+            partitions = dict(previous.partitions)
+            for index, state in states.items():
+                if state is None:
+                    partitions.pop(index, None)
+                elif index not in partitions or state.partition_epoch >= partitions[index].partition_epoch:
+                    partitions[index] = state
+            self._apply(name, replace(previous, partitions=partitions) if partitions else None)
+
+    def notify_topic(self, name: str) -> None:
+        """Tell the topic listeners the topic changed (this broker's role in it did)."""
+        topic = self.topic(name)
+        if topic is not None:
+            self._notify(TopicChange(TopicChangeKind.UPDATED, name, topic, topic))
+
+    @staticmethod
+    def _newer_states(previous: TopicInfo | None, topic: TopicInfo | None) -> TopicInfo | None:
+        """``topic`` as read from the tree, keeping the cached state of any partition whose
+        cached state is newer (an UpdateMetadata applied after the read was made)."""
+        if previous is None or topic is None or previous.topic_id != topic.topic_id:
+            return topic
+        kept = {
+            index: previous.partitions[index]
+            for index, state in topic.partitions.items()
+            if index in previous.partitions and previous.partitions[index].partition_epoch > state.partition_epoch
+        }
+        if not kept:
+            return topic
+        return replace(topic, partitions={**topic.partitions, **kept})
+
     def _apply(self, name: str, topic: TopicInfo | None) -> None:
         with self._lock:
             previous = self._topics.get(name)
+            topic = self._newer_states(previous, topic)
             if previous == topic:
                 return
             if previous is not None:
@@ -276,14 +331,18 @@ class MetadataCache:
             else:
                 self._topics[name] = topic
                 self._names_by_id[topic.topic_id] = name
-            listeners = list(self._listeners)
         if previous is None:
             kind = TopicChangeKind.CREATED
         elif topic is None:
             kind = TopicChangeKind.DELETED
         else:
             kind = TopicChangeKind.UPDATED
-        change = TopicChange(kind, name, topic, previous)
+        self._notify(TopicChange(kind, name, topic, previous))
+
+    def _notify(self, change: TopicChange) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        kind, name = change.kind, change.name
         for listener in listeners:
             try:
                 listener(change)

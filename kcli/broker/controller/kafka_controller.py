@@ -15,9 +15,13 @@ While active, the controller follows ``/brokers/topics``, ``/admin/delete_topics
   offline (leader -1); when a broker starts, offline partitions it can lead come back online;
 * a topic marked under ``/admin/delete_topics/T`` is deleted with its partitions and config.
 
-The channel that tells brokers of their leadership (LeaderAndIsr, UpdateMetadata) comes with the
-cluster mode's next step (``docs/architecture.md``); until then brokers follow the partition
-state znodes through their metadata caches.
+With a channel (cluster mode, ``channel_manager``) the controller tells brokers what it decided,
+batched per event (``request_batch``), as Kafka's controller does: LeaderAndIsr to the replicas
+of every partition whose state it wrote, UpdateMetadata to every live broker; on becoming
+controller, every partition's state to its replicas and the whole cluster to every broker; to a
+broker that starts, the partitions it holds and the whole cluster. A broker stopping cleanly asks
+first (ControlledShutdown, ``controlled_shutdown``): its partitions move to another live in-sync
+replica, or go offline at once.
 """
 
 from __future__ import annotations
@@ -27,18 +31,27 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from kcli.broker.controller.request_batch import ControllerBrokerRequestBatch, LiveBroker, TopicPartitionState
 from kcli.broker.metadata_thread import InlineMetadataThread
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import BadVersionError, ChangeEvent, ChangeKind, CreateOp, DeleteOp, NodeExistsError, NoNodeError, Op, SetDataOp
-from kcli.metadata.topics import random_uuid
+from kcli.metadata.topics import PartitionState, TopicInfo, random_uuid
 from kcli.metadata.zk_client import KafkaZkClient, LoadedState
 
 log = logging.getLogger("kcli.broker.controller")
 
 
 class KafkaController:
-    def __init__(self, zk_client: KafkaZkClient, broker_id: int, thread: InlineMetadataThread | None = None) -> None:
+    def __init__(
+        self,
+        zk_client: KafkaZkClient,
+        broker_id: int,
+        thread: InlineMetadataThread | None = None,
+        *,
+        channel=None,
+        inter_broker_listener: str = "PLAINTEXT",
+    ) -> None:
         self.zk_client = zk_client
         self.thread = thread if thread is not None else InlineMetadataThread()
         self.broker_id = broker_id
@@ -47,8 +60,15 @@ class KafkaController:
         self._lock = threading.RLock()
         self._unwatch: list[Callable[[], None]] = []
         self._unwatch_controller: Callable[[], None] | None = None
-        self._live: set[int] = set()
+        self._live: dict[int, LiveBroker] = {}
+        self._shutting_down: set[int] = set()
         self._pending: list[ChangeEvent] = []
+        # None: no brokers to tell (the embedded single-process mode, the tools).
+        self.channel = channel
+        self.inter_broker_listener = inter_broker_listener.upper()
+        self._batch = ControllerBrokerRequestBatch(broker_id, channel)
+        # (topic, partition) -> (topic id, partition epoch) of the state last sent to the brokers.
+        self._published: dict[tuple[str, int], tuple] = {}
 
     # -- election ---------------------------------------------------------------------------------
 
@@ -92,14 +112,22 @@ class KafkaController:
         log.info("[Controller id=%d] %d successfully elected as the controller. Epoch incremented to %d",
                  self.broker_id, self.broker_id, epoch)
         store = self.zk_client.store
-        self._live = set(self.zk_client.registered_brokers())
         self._unwatch.append(store.watch(zk.TOPICS, self._on_tree_change))
         self._unwatch.append(store.watch(zk.DELETE_TOPICS, self._on_tree_change))
         self._unwatch.append(store.watch(zk.BROKER_IDS, self._on_tree_change))
+        self._live = self._read_live_brokers()
+        self._shutting_down.clear()
+        for live in self._live.values():
+            self._add_channel(live)
+        # Kafka's onControllerFailover: every partition's state to its live replicas, the whole
+        # cluster to every broker (nothing is taken as sent by an earlier controller).
+        self._published.clear()
         for name in self.zk_client.topic_names():
             self._elect_leaders(name)
+        self._batch.add_update_metadata(self._live)
         for name in store.get_children(zk.DELETE_TOPICS):
             self._delete_marked(name)
+        self._send_batch()
         return epoch
 
     def resign(self) -> None:
@@ -109,6 +137,9 @@ class KafkaController:
         for unwatch in self._unwatch:
             unwatch()
         self._unwatch.clear()
+        if self.channel is not None and was_active:
+            self.channel.shutdown()
+        self._batch = ControllerBrokerRequestBatch(self.broker_id, self.channel)
         if was_active:
             log.info("[Controller id=%d] Resigned", self.broker_id)
 
@@ -152,21 +183,114 @@ class KafkaController:
                 topics.add(parts[3])
             elif event.path.startswith(zk.DELETE_TOPICS + "/") and len(parts) == 4 and event.kind is ChangeKind.CREATED:
                 marked.add(parts[3])
+        started: list[int] = []
         if brokers_changed:
-            live = set(self.zk_client.registered_brokers())
-            started, failed = sorted(live - self._live), sorted(self._live - live)
+            live = self._read_live_brokers()
+            # A broker that registered again (a new session) is a new broker: its epoch changed.
+            started = sorted(b for b in live if b not in self._live or live[b].epoch != self._live[b].epoch)
+            failed = sorted(b for b in self._live if b not in live or b in started)
             self._live = live
+            self._shutting_down &= live.keys() - set(started)
             if started:
                 log.info("[Controller id=%d] Newly added brokers: %s", self.broker_id, ",".join(map(str, started)))
             if failed:
                 log.info("[Controller id=%d] Broker failure callback for %s", self.broker_id, ",".join(map(str, failed)))
+            for broker_id in failed:
+                if self.channel is not None and broker_id not in live:
+                    self.channel.remove_broker(broker_id)
+            for broker_id in started:
+                self._add_channel(live[broker_id])
             if started or failed:
                 # onBrokerStartup / onBrokerFailure: every partition may change leader.
                 topics.update(self.zk_client.topic_names())
         for name in sorted(topics):
             self._elect_leaders(name)
+        if started and self.channel is not None:
+            # onBrokerStartup: the whole cluster and its replicas' states to the new brokers, the
+            # new list of brokers to the others.
+            every = self._all_partition_states()
+            for partition in every:
+                self._batch.add_leader_and_isr([b for b in started if b in partition.state.replicas], partition)
+            self._batch.add_update_metadata(started, every)
+            self._batch.add_update_metadata(self._live)
+        elif brokers_changed:
+            self._batch.add_update_metadata(self._live)
         for name in sorted(marked):
             self._delete_marked(name)
+        self._send_batch()
+
+    # -- the brokers and the channel ----------------------------------------------------------------
+
+    def _read_live_brokers(self) -> dict[int, LiveBroker]:
+        """The registered brokers, each with its epoch and inter-broker endpoint (tree reads)."""
+        live: dict[int, LiveBroker] = {}
+        store = self.zk_client.store
+        for broker_id in self.zk_client.registered_brokers():
+            try:
+                registration = self.zk_client.broker_registration(broker_id)
+                stat = store.exists(zk.broker_id_path(broker_id))
+            except KafkaError:
+                continue
+            if registration is None or stat is None or not registration.endpoints:
+                continue
+            endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == self.inter_broker_listener), registration.endpoints[0])
+            live[broker_id] = LiveBroker(broker_id, registration, stat.czxid, endpoint.host, endpoint.port)
+        return live
+
+    def _add_channel(self, live: LiveBroker) -> None:
+        if self.channel is not None:
+            self.channel.add_broker(live.broker_id, live.host, live.port)
+
+    def _live_replicas(self, replicas) -> list[int]:
+        return [replica for replica in replicas if replica in self._live]
+
+    def _send_batch(self) -> None:
+        if self.channel is not None and self.active:
+            self._batch.send(self.epoch, self._live)
+
+    def _all_partition_states(self) -> list[TopicPartitionState]:
+        """Every partition with a state, as the tree holds it (the controller's context)."""
+        result = []
+        for name in self.zk_client.topic_names():
+            topic = self._load_topic(name)
+            if topic is not None:
+                result.extend(self._states_of(topic, topic.partitions))
+        return result
+
+    def _load_topic(self, name: str) -> TopicInfo | None:
+        try:
+            return self.zk_client.load_topic(name)
+        except KafkaError:
+            return None
+
+    @staticmethod
+    def _states_of(topic: TopicInfo, indexes) -> list[TopicPartitionState]:
+        return [
+            TopicPartitionState(topic.name, topic.topic_id, index, topic.partitions[index])
+            for index in sorted(indexes)
+            if index in topic.partitions and topic.partitions[index].leader_epoch >= 0
+        ]
+
+    def _publish(self, name: str) -> None:
+        """LeaderAndIsr to the live replicas of every partition of the topic whose state the
+        brokers have not been sent yet (written by this controller, or by an admin request that
+        created the topic), UpdateMetadata of them to every live broker; a partition gone from the
+        topic leaves what was sent."""
+        if self.channel is None:
+            return
+        topic = self._load_topic(name)
+        if topic is None:
+            return
+        changed = [
+            partition
+            for partition in self._states_of(topic, topic.partitions)
+            if self._published.get((name, partition.index)) != (topic.topic_id, partition.state.partition_epoch)
+        ]
+        for partition in changed:
+            self._published[(name, partition.index)] = (topic.topic_id, partition.state.partition_epoch)
+            self._batch.add_leader_and_isr(self._live_replicas(partition.state.replicas), partition)
+        if changed:
+            self._batch.add_update_metadata(self._live, changed)
 
     def _elect_leaders(self, name: str) -> None:
         """Bring the topic's partitions to the state the live brokers allow, in one transaction:
@@ -177,14 +301,22 @@ class KafkaController:
         * a partition whose leader is not live elects the first live replica of its ISR, in
           assignment order (OfflinePartitionLeaderElection, unclean election disabled); with none,
           it goes offline: leader -1, the ISR keeping its last member, as Kafka's controller
-          removes a failed replica from the ISR.
+          removes a failed replica from the ISR;
+
+        then tells the brokers of every partition state they were not sent yet (``_publish``).
         """
         try:
             assignment, stat = self.zk_client.topic_assignment(name)
         except KafkaError:
             return
+        try:
+            self._write_leaders(name, assignment, stat)
+        finally:
+            self._publish(name)
+
+    def _write_leaders(self, name: str, assignment, stat) -> None:
         store = self.zk_client.store
-        live = self._live
+        live = self._live.keys() - self._shutting_down
         ops: list[Op] = []
         if assignment.topic_id is None:
             assignment = replace(assignment, topic_id=random_uuid())
@@ -234,6 +366,41 @@ class KafkaController:
                 store.multi(ops)
             except (NoNodeError, BadVersionError):
                 pass
+
+    # -- controlled shutdown ----------------------------------------------------------------------
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
+        """A broker asks to stop (Kafka's KafkaController.controlledShutdown): the partitions it
+        leads move to another live in-sync replica, or go offline at once; the partitions it
+        still leads afterwards are returned. Runs on the metadata thread."""
+        return await self.thread.call(self._controlled_shutdown, broker_id, broker_epoch)
+
+    def _controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
+        if not self.active:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {self.broker_id} is not the controller")
+        # The newest registrations: a broker may ask before its registration's watch arrived here.
+        self._live = self._read_live_brokers()
+        live = self._live.get(broker_id)
+        if live is None:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"Broker id {broker_id} does not exist.")
+        if broker_epoch != -1 and broker_epoch < live.epoch:
+            raise KafkaError(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"Received controlled shutdown request from an old broker epoch {broker_epoch} for broker {broker_id}. "
+                f"Current broker epoch is {live.epoch}.",
+            )
+        log.info("[Controller id=%d] Shutting down broker %d", self.broker_id, broker_id)
+        self._shutting_down.add(broker_id)
+        for name in self.zk_client.topic_names():
+            self._elect_leaders(name)
+        self._send_batch()
+        remaining = []
+        for name in self.zk_client.topic_names():
+            topic = self._load_topic(name)
+            if topic is not None:
+                remaining.extend((name, index) for index, state in sorted(topic.partitions.items()) if state.leader == broker_id)
+        log.info("[Controller id=%d] Broker %d leaves %d partition(s) led after its controlled shutdown", self.broker_id, broker_id, len(remaining))
+        return remaining
 
     # -- partition state --------------------------------------------------------------------------
 

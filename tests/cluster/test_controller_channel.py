@@ -1,0 +1,116 @@
+"""The controller's channel to the brokers (LeaderAndIsr, StopReplica, UpdateMetadata,
+ControlledShutdown), over the wire between real broker processes on a real ZooKeeper.
+
+The requests sent by hand here are built byte by byte from Kafka 3.9's message definitions
+(``clients/src/main/resources/common/message/<Name>Request.json``: fields in order, non-flexible
+versions, request header v1, response header v0), so they check the brokers against Kafka's
+layout, not against kcli's own encoder. Error codes are Kafka's: STALE_CONTROLLER_EPOCH 11,
+NOT_CONTROLLER 41, STALE_BROKER_EPOCH 77.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+
+from tests.cluster.conftest import wait_until
+from tests.cluster.test_zookeeper_cluster import create_topic, leaders, metadata
+from tests.kafka_wire import array, boolean, i16, i32, i64, string
+
+STALE_CONTROLLER_EPOCH = 11
+NOT_CONTROLLER = 41
+STALE_BROKER_EPOCH = 77
+
+
+def exchange(bootstrap: str, api_key: int, version: int, body: bytes) -> bytes:
+    """Send one request (header v1, client id "hand-built") and return the response body after its
+    correlation id, which must match."""
+    host, port = bootstrap.rsplit(":", 1)
+    header = i16(api_key) + i16(version) + i32(7) + string("hand-built")
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(i32(len(header) + len(body)) + header + body)
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        frame = _read(sock, size)
+    assert struct.unpack_from(">i", frame)[0] == 7
+    return frame[4:]
+
+
+def _read(sock: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
+def update_metadata_v5(controller_id: int, controller_epoch: int, broker_epoch: int) -> bytes:
+    # ControllerId, ControllerEpoch, BrokerEpoch, TopicStates[], LiveBrokers[] (none: a broker
+    # that applied this would know no broker at all).
+    return i32(controller_id) + i32(controller_epoch) + i64(broker_epoch) + array([]) + array([])
+
+
+def leader_and_isr_v2(controller_id: int, controller_epoch: int, broker_epoch: int, topic: str, partition: int,
+                      leader: int, leader_epoch: int, replicas: list[int]) -> bytes:
+    # TopicStates[TopicName, PartitionStates[PartitionIndex, ControllerEpoch, Leader, LeaderEpoch,
+    # Isr[], ZkVersion, Replicas[], IsNew]], LiveLeaders[BrokerId, HostName, Port].
+    state = (i32(partition) + i32(controller_epoch) + i32(leader) + i32(leader_epoch) + array([i32(leader)])
+             + i32(leader_epoch) + array([i32(r) for r in replicas]) + boolean(False))
+    return (i32(controller_id) + i32(controller_epoch) + i64(broker_epoch)
+            + array([string(topic) + array([state])]) + array([]))
+
+
+def stop_replica_v1(controller_id: int, controller_epoch: int, broker_epoch: int, topic: str, partition: int) -> bytes:
+    # DeletePartitions, Topics[Name, PartitionIndexes[]].
+    return (i32(controller_id) + i32(controller_epoch) + i64(broker_epoch) + boolean(True)
+            + array([string(topic) + array([i32(partition)])]))
+
+
+def test_requests_from_an_older_controller_epoch_or_for_an_older_broker_epoch_change_nothing(cluster):
+    cluster.start(2)
+    zk = cluster.zk()
+    try:
+        create_topic(cluster.bootstrap, "fenced", 2)
+        placed = wait_until(lambda: (lambda l: l if -1 not in l.values() else None)(leaders(cluster.bootstrap, "fenced")))
+        controller = json.loads(zk.get("/controller")[0])["brokerid"]
+        epoch = int(zk.get("/controller_epoch")[0])
+        target = placed[0]
+        broker_epoch = zk.exists(f"/brokers/ids/{target}").czxid
+        address = cluster.brokers[target].bootstrap
+        other = 1 - target
+        log_dir = cluster.brokers[target].log_dir / "fenced-0"
+        # The leader hosts the partition once the controller's LeaderAndIsr reached it.
+        wait_until(log_dir.is_dir)
+
+        # UpdateMetadata v5 from the epoch before: STALE_CONTROLLER_EPOCH; the broker still knows both brokers.
+        answer = exchange(address, 6, 5, update_metadata_v5(controller, epoch - 1, broker_epoch))
+        assert struct.unpack(">h", answer)[0] == STALE_CONTROLLER_EPOCH
+        # The current epoch but an older registration of the broker: STALE_BROKER_EPOCH.
+        answer = exchange(address, 6, 5, update_metadata_v5(controller, epoch, broker_epoch - 1))
+        assert struct.unpack(">h", answer)[0] == STALE_BROKER_EPOCH
+        assert sorted(metadata(address).brokers) == [0, 1]
+
+        # LeaderAndIsr v2 moving partition 0 to the other broker, from the epoch before.
+        answer = exchange(address, 4, 2, leader_and_isr_v2(controller, epoch - 1, broker_epoch, "fenced", 0, other, 99, [target, other]))
+        error, count = struct.unpack_from(">hi", answer)
+        assert error == STALE_CONTROLLER_EPOCH and count == 1
+        name_length = struct.unpack_from(">h", answer, 6)[0]
+        assert answer[8:8 + name_length] == b"fenced"
+        assert struct.unpack_from(">ih", answer, 8 + name_length) == (0, STALE_CONTROLLER_EPOCH)
+
+        # StopReplica v1 deleting partition 0, from the epoch before: refused, no partitions listed.
+        answer = exchange(address, 5, 1, stop_replica_v1(controller, epoch - 1, broker_epoch, "fenced", 0))
+        assert struct.unpack(">hi", answer) == (STALE_CONTROLLER_EPOCH, 0)
+
+        # Nothing changed: the same leaders, the log still there.
+        assert leaders(cluster.bootstrap, "fenced") == placed
+        assert log_dir.is_dir()
+
+        # ControlledShutdown v1 to a broker that is not the controller: NOT_CONTROLLER.
+        not_controller = cluster.brokers[1 - controller].bootstrap
+        answer = exchange(not_controller, 7, 1, i32(controller))
+        assert struct.unpack(">hi", answer) == (NOT_CONTROLLER, 0)
+    finally:
+        zk.stop()
+        zk.close()
