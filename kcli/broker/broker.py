@@ -120,6 +120,7 @@ class Broker:
                 new_partitions_check=self._check_open_file_budget,
             ),
             self.metadata,
+            mark_deletions=self.cluster_mode,
         )
         if self.cluster_mode:
             self.controller_channel = ControllerChannelManager(loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"))

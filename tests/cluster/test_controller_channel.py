@@ -114,3 +114,66 @@ def test_requests_from_an_older_controller_epoch_or_for_an_older_broker_epoch_ch
     finally:
         zk.stop()
         zk.close()
+
+
+def _controller(zk) -> int:
+    return json.loads(zk.get("/controller")[0])["brokerid"]
+
+
+def _placed(cluster, topic: str) -> dict[int, int]:
+    return wait_until(lambda: (lambda l: l if -1 not in l.values() else None)(leaders(cluster.bootstrap, topic)))
+
+
+def test_a_clean_stop_takes_the_brokers_rf1_partitions_offline_through_controlled_shutdown(cluster):
+    cluster.start(3)
+    zk = cluster.zk()
+    try:
+        create_topic(cluster.bootstrap, "shut", 6)
+        placed = _placed(cluster, "shut")
+        controller = _controller(zk)
+        stopping = next(b for b in sorted(set(placed.values())) if b != controller)
+        assert cluster.brokers[stopping].stop() == 0
+        # The broker asked the controller before stopping, and the controller moved its
+        # partitions before the broker's session ended (its failure is handled after).
+        assert any("Controlled shutdown request returned successfully" in line for line in cluster.brokers[stopping].log_lines)
+        controller_log = cluster.brokers[controller].log_lines
+        asked = next(i for i, line in enumerate(controller_log) if f"Shutting down broker {stopping}" in line)
+        failed = wait_until(lambda: next((i for i, line in enumerate(controller_log) if f"Broker failure callback for {stopping}" in line), None))
+        assert asked < failed
+        offline = sorted(p for p, leader in placed.items() if leader == stopping)
+        state = json.loads(zk.get(f"/brokers/topics/shut/partitions/{offline[0]}/state")[0])
+        assert state["leader"] == -1 and state["isr"] == [stopping]
+        survivors = ",".join(b.bootstrap for i, b in cluster.brokers.items() if i != stopping)
+        expected = {p: (-1 if leader == stopping else leader) for p, leader in placed.items()}
+        assert wait_until(lambda: leaders(survivors, "shut") == expected)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_topic_deletion_removes_the_logs_on_every_broker_including_one_down_at_the_time(cluster):
+    cluster.start(3)
+    zk = cluster.zk()
+    try:
+        create_topic(cluster.bootstrap, "doomed", 6)
+        placed = _placed(cluster, "doomed")
+        dirs = {p: cluster.brokers[leader].log_dir / f"doomed-{p}" for p, leader in placed.items()}
+        wait_until(lambda: all(d.is_dir() for d in dirs.values()))
+        down = next(b for b in sorted(set(placed.values())) if b != _controller(zk))
+        cluster.brokers[down].kill()
+        wait_until(lambda: zk.get_children("/brokers/ids") == sorted(str(b) for b in range(3) if b != down))
+        # Marked as a ZooKeeper-era tool marks it; the controller deletes it through the brokers.
+        zk.create("/admin/delete_topics/doomed")
+        live_dirs = [d for p, d in dirs.items() if placed[p] != down]
+        down_dirs = [d for p, d in dirs.items() if placed[p] == down]
+        wait_until(lambda: not any(d.exists() for d in live_dirs))
+        # The replicas of the broker that is down are ineligible: the deletion waits for it.
+        assert zk.exists("/brokers/topics/doomed") and zk.exists("/admin/delete_topics/doomed")
+        assert all(d.is_dir() for d in down_dirs)
+        cluster.brokers[down].restart()
+        wait_until(lambda: not any(d.exists() for d in down_dirs))
+        wait_until(lambda: not zk.exists("/brokers/topics/doomed") and not zk.exists("/admin/delete_topics/doomed"))
+        wait_until(lambda: "doomed" not in metadata(cluster.bootstrap).topics)
+    finally:
+        zk.stop()
+        zk.close()

@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from kcli.broker.controller.topic_deletion_manager import TopicDeletionManager
 from kcli.broker.controller.request_batch import ControllerBrokerRequestBatch, LiveBroker, TopicPartitionState
 from kcli.broker.metadata_thread import InlineMetadataThread
 from kcli.errors import ErrorCode, KafkaError
@@ -69,6 +70,8 @@ class KafkaController:
         self._batch = ControllerBrokerRequestBatch(broker_id, channel)
         # (topic, partition) -> (topic id, partition epoch) of the state last sent to the brokers.
         self._published: dict[tuple[str, int], tuple] = {}
+        # With a channel, deletions go through the brokers (StopReplica); without, at once.
+        self.deletion = TopicDeletionManager(self)
 
     # -- election ---------------------------------------------------------------------------------
 
@@ -122,11 +125,14 @@ class KafkaController:
         # Kafka's onControllerFailover: every partition's state to its live replicas, the whole
         # cluster to every broker (nothing is taken as sent by an earlier controller).
         self._published.clear()
+        self.deletion.reset()
+        marked = store.get_children(zk.DELETE_TOPICS)
+        if self.channel is not None:
+            self.deletion.topics_to_delete.update(marked)
         for name in self.zk_client.topic_names():
             self._elect_leaders(name)
         self._batch.add_update_metadata(self._live)
-        for name in store.get_children(zk.DELETE_TOPICS):
-            self._delete_marked(name)
+        self._handle_marked(marked)
         self._send_batch()
         return epoch
 
@@ -215,9 +221,37 @@ class KafkaController:
             self._batch.add_update_metadata(self._live)
         elif brokers_changed:
             self._batch.add_update_metadata(self._live)
-        for name in sorted(marked):
-            self._delete_marked(name)
+        if self.channel is not None and brokers_changed:
+            if failed:
+                self.deletion.on_broker_failure(failed)
+            if started:
+                self.deletion.on_broker_startup(started)
+        self._handle_marked(sorted(marked))
         self._send_batch()
+
+    def _handle_marked(self, names) -> None:
+        if self.channel is not None:
+            self.deletion.enqueue(names)
+        else:
+            for name in names:
+                self._delete_marked(name)
+
+    # -- what the deletion manager uses ---------------------------------------------------------------
+
+    @property
+    def batch(self) -> ControllerBrokerRequestBatch:
+        return self._batch
+
+    @property
+    def live_brokers(self) -> dict[int, LiveBroker]:
+        return self._live
+
+    def send_batch(self) -> None:
+        self._send_batch()
+
+    def forget_topic(self, name: str) -> None:
+        for key in [key for key in self._published if key[0] == name]:
+            del self._published[key]
 
     # -- the brokers and the channel ----------------------------------------------------------------
 
@@ -252,6 +286,8 @@ class KafkaController:
         """Every partition with a state, as the tree holds it (the controller's context)."""
         result = []
         for name in self.zk_client.topic_names():
+            if name in self.deletion.topics_to_delete:
+                continue
             topic = self._load_topic(name)
             if topic is not None:
                 result.extend(self._states_of(topic, topic.partitions))
@@ -305,6 +341,8 @@ class KafkaController:
 
         then tells the brokers of every partition state they were not sent yet (``_publish``).
         """
+        if self.channel is not None and name in self.deletion.topics_to_delete:
+            return  # being deleted: its partitions are not elected again
         try:
             assignment, stat = self.zk_client.topic_assignment(name)
         except KafkaError:
