@@ -382,6 +382,13 @@ class Broker:
         self._every(get("log.flush.offset.checkpoint.interval.ms"), lm.checkpoint_recovery_points)
         self._every(get("log.flush.start.offset.checkpoint.interval.ms"), lm.checkpoint_log_start_offsets)
         self._every(get("producer.id.expiration.check.interval.ms"), self._expire_producers)
+        if self.cluster_mode and get("auto.leader.rebalance.enable"):
+            # The controller's preferred replica election, on the metadata thread.
+            percentage = get("leader.imbalance.per.broker.percentage")
+            self._every(
+                get("leader.imbalance.check.interval.seconds") * 1000,
+                lambda: self.metadata_thread.submit(lambda: self.controller.check_leader_imbalance(percentage)),
+            )
 
     def _expire_producers(self) -> None:
         for partition_log in self.log_manager.all_logs():

@@ -31,6 +31,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from kcli.broker.controller import leader_selectors
+from kcli.broker.controller.partition_state import PartitionStateMachine
 from kcli.broker.controller.topic_deletion_manager import TopicDeletionManager
 from kcli.broker.controller.request_batch import ControllerBrokerRequestBatch, LiveBroker, TopicPartitionState
 from kcli.broker.metadata_thread import InlineMetadataThread
@@ -72,6 +74,7 @@ class KafkaController:
         self._published: dict[tuple[str, int], tuple] = {}
         # With a channel, deletions go through the brokers (StopReplica); without, at once.
         self.deletion = TopicDeletionManager(self)
+        self.partition_states = PartitionStateMachine(broker_id)
 
     # -- election ---------------------------------------------------------------------------------
 
@@ -126,6 +129,7 @@ class KafkaController:
         # cluster to every broker (nothing is taken as sent by an earlier controller).
         self._published.clear()
         self.deletion.reset()
+        self.partition_states.reset()
         marked = store.get_children(zk.DELETE_TOPICS)
         if self.channel is not None:
             self.deletion.topics_to_delete.update(marked)
@@ -252,6 +256,7 @@ class KafkaController:
     def forget_topic(self, name: str) -> None:
         for key in [key for key in self._published if key[0] == name]:
             del self._published[key]
+        self.partition_states.remove_topic(name)
 
     # -- the brokers and the channel ----------------------------------------------------------------
 
@@ -354,8 +359,10 @@ class KafkaController:
 
     def _write_leaders(self, name: str, assignment, stat) -> None:
         store = self.zk_client.store
+        # Kafka's live brokers exclude those shutting down.
         live = self._live.keys() - self._shutting_down
         ops: list[Op] = []
+        written: list[tuple[int, int]] = []
         if assignment.topic_id is None:
             assignment = replace(assignment, topic_id=random_uuid())
             ops.append(SetDataOp(zk.topic_path(name), zk.encode_topic_assignment(assignment), stat.version))
@@ -364,34 +371,46 @@ class KafkaController:
         for partition, replicas in assignment.partitions.items():
             loaded = self.zk_client.partition_state(name, partition)
             if loaded is None:
+                # NewPartition -> OnlinePartition: the first live replica leads, alone in the ISR
+                # until replication exists.
                 in_sync = tuple(replica for replica in replicas if replica in live)
+                self.partition_states.observe(name, partition, None)
                 if not in_sync:
                     continue
-                # The leader alone is in sync: kcli does not replicate yet.
                 first = zk.LeaderAndIsr(in_sync[0], 0, in_sync[:1], self.epoch)
                 if store.exists(zk.topic_partition_path(name, partition)) is None:
                     ops.append(CreateOp(zk.topic_partition_path(name, partition)))
                 ops.append(CreateOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(first)))
+                written.append((partition, first.leader))
                 continue
             current, version = loaded
             if current.leader in live:
+                self.partition_states.observe(name, partition, current.leader)
                 continue
-            electable = [replica for replica in replicas if replica in live and replica in current.isr]
-            if electable:
-                leader = electable[0]
-                isr = tuple(replica for replica in current.isr if replica in live)
+            if current.leader in self._shutting_down and current.leader in self._live:
+                election = leader_selectors.controlled_shutdown_partition_leader(replicas, current.isr, self._live.keys(), self._shutting_down)
+            else:
+                election = leader_selectors.offline_partition_leader(replicas, current.isr, live)
+            if election is not None:
+                leader, isr = election
             elif current.leader == zk.NO_LEADER:
+                self.partition_states.observe(name, partition, current.leader)
                 continue  # offline already, and still no live replica in sync
             else:
+                # No replica may lead: offline (leader -1), the ISR keeping its last member, as
+                # Kafka's controller takes a failed replica out of the ISR.
                 leader = zk.NO_LEADER
                 isr = current.isr if len(current.isr) == 1 else tuple(r for r in current.isr if r != current.leader)
             updated = replace(current, leader=leader, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=self.epoch)
             ops.append(SetDataOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(updated), version))
+            written.append((partition, leader))
         if ops:
             try:
                 store.multi(ops)
             except (NodeExistsError, BadVersionError, NoNodeError):
-                pass  # someone else changed the topic meanwhile; their change brings another event
+                return  # someone else changed the topic meanwhile; their change brings another event
+            for partition, leader in written:
+                self.partition_states.observe(name, partition, leader)
 
     def _delete_marked(self, name: str) -> None:
         """Carry out a deletion a ZooKeeper-era tool requested by creating /admin/delete_topics/T."""
@@ -404,6 +423,65 @@ class KafkaController:
                 store.multi(ops)
             except (NoNodeError, BadVersionError):
                 pass
+
+    # -- preferred replica election ---------------------------------------------------------------
+
+    def check_leader_imbalance(self, percentage: int) -> list[tuple[str, int]]:
+        """Kafka's checkAndTriggerAutoLeaderRebalance, on the metadata thread: for each live
+        broker, the share of the partitions it is the preferred (first) replica of that it does
+        not lead; past ``percentage`` percent, those partitions elect their preferred replica
+        where it is live and in sync. Returns the partitions moved."""
+        if not self.active:
+            return []
+        live = self._live.keys() - self._shutting_down
+        preferred: dict[int, list[tuple[TopicInfo, int]]] = {}
+        for name in self.zk_client.topic_names():
+            if name in self.deletion.topics_to_delete:
+                continue
+            topic = self._load_topic(name)
+            if topic is None:
+                continue
+            for index, state in topic.partitions.items():
+                if state.replicas and state.leader_epoch >= 0:
+                    preferred.setdefault(state.replicas[0], []).append((topic, index))
+        moved: list[tuple[str, int]] = []
+        for broker_id, partitions in sorted(preferred.items()):
+            if broker_id not in live:
+                continue
+            imbalanced = [(topic, index) for topic, index in partitions if topic.partitions[index].leader != broker_id]
+            ratio = len(imbalanced) / len(partitions)
+            log.debug("[Controller id=%d] Leader imbalance ratio for broker %d is %.3f", self.broker_id, broker_id, ratio)
+            if ratio * 100 <= percentage:
+                continue
+            for topic, index in imbalanced:
+                if self._elect_preferred(topic.name, index, live):
+                    moved.append((topic.name, index))
+        for name in sorted({name for name, _ in moved}):
+            self._publish(name)
+        self._send_batch()
+        if moved:
+            log.info("[Controller id=%d] Preferred replica election moved %d partition(s)", self.broker_id, len(moved))
+        return moved
+
+    def _elect_preferred(self, name: str, index: int, live) -> bool:
+        loaded = self.zk_client.partition_state(name, index)
+        try:
+            assignment, _ = self.zk_client.topic_assignment(name)
+        except KafkaError:
+            return False
+        if loaded is None or index not in assignment.partitions:
+            return False
+        current, version = loaded
+        election = leader_selectors.preferred_replica_partition_leader(assignment.partitions[index], current.isr, live)
+        if election is None or election.leader == current.leader:
+            return False
+        updated = replace(current, leader=election.leader, leader_epoch=current.leader_epoch + 1, isr=election.isr, controller_epoch=self.epoch)
+        try:
+            self.zk_client.set_partition_state(name, index, updated, version)
+        except (BadVersionError, NoNodeError):
+            return False
+        self.partition_states.observe(name, index, election.leader)
+        return True
 
     # -- controlled shutdown ----------------------------------------------------------------------
 

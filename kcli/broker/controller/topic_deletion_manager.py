@@ -98,15 +98,15 @@ class TopicDeletionManager:
             controller.batch.add_update_metadata(controller.live_brokers, deleting)
         for replica in replicas:
             state = self.replica_states.get(replica)
-            if state in (ReplicaState.REPLICA_DELETION_STARTED, ReplicaState.REPLICA_DELETION_SUCCESSFUL):
-                continue
+            if state is not None and state is not ReplicaState.OFFLINE_REPLICA:
+                continue  # under way, done, or ineligible until its broker starts again
             _, index, broker = replica
             if broker in controller.live_brokers:
                 self.replica_states[replica] = ReplicaState.REPLICA_DELETION_STARTED
                 controller.batch.add_stop_replica(
                     [broker], name, index, delete=True, leader_epoch=EPOCH_DURING_DELETE, callback=self._on_stop_replica_answer
                 )
-            elif state is not ReplicaState.REPLICA_DELETION_INELIGIBLE:
+            else:
                 self.replica_states[replica] = ReplicaState.REPLICA_DELETION_INELIGIBLE
                 log.info(
                     "[Topic Deletion Manager %d] Replica %s-%d on broker %d is ineligible for deletion: the broker is down",
