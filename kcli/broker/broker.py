@@ -111,7 +111,7 @@ class Broker:
         store = await thread.call(self._open_metadata_store)
         self.zk_client = KafkaZkClient(store)
         await thread.call(self.zk_client.create_top_level_paths)
-        self.metadata = MetadataCache(self.zk_client, thread)
+        self.metadata = MetadataCache(self.zk_client, thread, fed_by_controller=self.cluster_mode)
         self.admin_manager = ZkAdminManager(
             AdminZkClient(
                 self.zk_client,

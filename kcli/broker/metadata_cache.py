@@ -12,11 +12,13 @@ on the metadata thread and the cache changes, and its listeners run, on the even
 ``refresh_topic_async`` reads one topic again at once, so that a request that just wrote it
 answers with what it wrote, whatever the store's watch latency.
 
-In cluster mode the controller also sends every broker UpdateMetadata (``update_metadata``, Kafka's
-MetadataCache.updateMetadata): the live brokers, the controller, and partition states. Both
-sources carry a partition's state with its partition epoch (the state znode's version), and the
-cache keeps, per partition, the newer of what it has and what arrives, so the two may interleave
-in any order without a newer state being replaced by an older one.
+In cluster mode (``fed_by_controller``) the live brokers, the controller and the changes of
+partition states come from the controller's UpdateMetadata (``update_metadata``, Kafka's
+MetadataCache.updateMetadata), as on a ZooKeeper-mode Kafka broker; the tree is still followed
+for what UpdateMetadata does not carry (a topic's id, assignment and configs, brokers' dynamic
+configs). A topic read from the tree comes with its partitions' states; every state carries its
+partition epoch (the state znode's version) and the cache keeps, per partition, the newer of what
+it has and what arrives, so the two sources may interleave in any order.
 """
 
 from __future__ import annotations
@@ -63,8 +65,12 @@ class _Read:
 
 
 class MetadataCache:
-    def __init__(self, zk_client: KafkaZkClient, thread: InlineMetadataThread | None = None) -> None:
+    def __init__(self, zk_client: KafkaZkClient, thread: InlineMetadataThread | None = None, *, fed_by_controller: bool = False) -> None:
         self.zk_client = zk_client
+        # Cluster mode: the live brokers, the controller and partition state changes come from the
+        # controller's UpdateMetadata; the tree is followed for topics (ids, assignment, configs)
+        # and broker configs only.
+        self.fed_by_controller = fed_by_controller
         self.thread = thread if thread is not None else InlineMetadataThread()
         self._lock = threading.RLock()
         self._topics: dict[str, TopicInfo] = {}
@@ -80,7 +86,10 @@ class MetadataCache:
 
     def start(self) -> None:
         """Watch the tree, then load all of it (on the metadata thread, before serving)."""
-        for prefix in (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
+        watched = (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS)
+        if not self.fed_by_controller:
+            watched += (zk.BROKER_IDS, zk.CONTROLLER)
+        for prefix in watched:
             self._unwatch.append(self.zk_client.store.watch(prefix, self._on_tree_change))
         self._broker_configs = self._read_broker_configs()
         self._brokers = self._read_brokers()
@@ -185,7 +194,7 @@ class MetadataCache:
             first = self._pending is None
             if first:
                 self._pending = _Changed()
-            self._note(self._pending, events)
+            self._note(self._pending, events, self.fed_by_controller)
         if first:
             self.thread.submit(self._read_pending)
 
@@ -196,7 +205,7 @@ class MetadataCache:
             self._read(changed)
 
     @staticmethod
-    def _note(changed: _Changed, events: list[ChangeEvent]) -> None:
+    def _note(changed: _Changed, events: list[ChangeEvent], fed_by_controller: bool = False) -> None:
         for event in events:
             parts = event.path.split("/")
             if event.path.startswith(BROKER_CONFIGS + "/"):
@@ -207,7 +216,8 @@ class MetadataCache:
                 changed.controller = True
             elif event.path.startswith(zk.TOPICS + "/"):
                 if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
-                    changed.states.setdefault(parts[3], set()).add(int(parts[5]))
+                    if not fed_by_controller:
+                        changed.states.setdefault(parts[3], set()).add(int(parts[5]))
                 else:
                     changed.topics.add(parts[3])
             elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
