@@ -4,8 +4,10 @@ Start-up: lock every ``log.dirs`` entry, open the metadata tree (embedded, or Zo
 ``zookeeper.connect``), check or write ``meta.properties`` (broker id and cluster id, as a
 ZooKeeper-era broker writes it), load the logs (recovering them after a crash), bind the
 listeners, register under ``/brokers/ids``, run for controller, host every partition this broker
-leads, then accept requests. Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests
-finish, flush every log, write the checkpoints and the clean-shutdown marker.
+leads (in cluster mode: as the controller's LeaderAndIsr requests say, when they come), then accept
+requests. Shutdown (SIGTERM/SIGINT): in cluster mode ask the controller to move this broker's
+leadership away first (ControlledShutdown), then stop accepting, let in-flight requests finish,
+flush every log, write the checkpoints and the clean-shutdown marker.
 
 Periodic work runs off the event loop in a thread: flushing (``log.flush.scheduler.interval.ms``),
 retention (``log.retention.check.interval.ms``) and checkpoints
