@@ -10,13 +10,16 @@ NOT_CONTROLLER 41, STALE_BROKER_EPOCH 77.
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import struct
+import uuid
 
 from tests.cluster.conftest import wait_until
 from tests.cluster.test_zookeeper_cluster import create_topic, leaders, metadata
 from tests.kafka_wire import array, boolean, i16, i32, i64, string
+from tests.wire_client import WireClient
 
 STALE_CONTROLLER_EPOCH = 11
 NOT_CONTROLLER = 41
@@ -174,6 +177,44 @@ def test_topic_deletion_removes_the_logs_on_every_broker_including_one_down_at_t
         wait_until(lambda: not any(d.exists() for d in down_dirs))
         wait_until(lambda: not zk.exists("/brokers/topics/doomed") and not zk.exists("/admin/delete_topics/doomed"))
         wait_until(lambda: "doomed" not in metadata(cluster.bootstrap).topics)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_alter_partition_is_answered_by_the_controller_and_reaches_every_brokers_metadata(cluster):
+    cluster.start(2)
+    zk = cluster.zk()
+    try:
+        create_topic(cluster.bootstrap, "isr", 1, replication_factor=2)
+        wait_until(lambda: leaders(cluster.bootstrap, "isr")[0] != -1)
+        data, stat = zk.get("/brokers/topics/isr/partitions/0/state")
+        state = json.loads(data)
+        assignment = json.loads(zk.get("/brokers/topics/isr")[0])
+        leader = state["leader"]
+        (follower,) = [r for r in assignment["partitions"]["0"] if r != leader]
+        topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(assignment["topic_id"] + "=="))
+        fields = {
+            "broker_id": leader,
+            "broker_epoch": zk.exists(f"/brokers/ids/{leader}").czxid,
+            "topics": [{"topic_id": topic_id, "partitions": [{
+                "partition_index": 0, "leader_epoch": state["leader_epoch"], "new_isr": [leader, follower],
+                "leader_recovery_state": 0, "partition_epoch": stat.version,
+            }]}],
+        }
+        controller = _controller(zk)
+        host, port = cluster.brokers[1 - controller].bootstrap.rsplit(":", 1)
+        with WireClient(host, int(port)) as client:
+            assert client.call(56, 2, fields).error_code == NOT_CONTROLLER
+        host, port = cluster.brokers[controller].bootstrap.rsplit(":", 1)
+        with WireClient(host, int(port)) as client:
+            answer = client.call(56, 2, fields)
+        assert answer.error_code == 0
+        (partition,) = answer.topics[0].partitions
+        assert (partition.error_code, list(partition.isr), partition.partition_epoch) == (0, [leader, follower], stat.version + 1)
+        assert json.loads(zk.get("/brokers/topics/isr/partitions/0/state")[0])["isr"] == [leader, follower]
+        for broker in cluster.brokers.values():
+            wait_until(lambda: list(metadata(broker.bootstrap, "isr").topics["isr"].partitions[0].isrs) == [leader, follower])
     finally:
         zk.stop()
         zk.close()

@@ -253,3 +253,78 @@ def test_a_failed_replica_deletion_is_ineligible_and_tried_again_when_its_broker
     callback(answer(fields))
     assert not tree.topic_exists("doomed")
     controller.resign()
+
+
+# -- AlterPartition -------------------------------------------------------------------------------
+
+
+def alter(controller, tree, broker_id, name, index, isr, *, leader_epoch=None, partition_epoch=None, broker_epoch=None):
+    state, version = tree.partition_state(name, index)
+    topic_id = tree.load_topic(name).topic_id
+    epoch = tree.store.exists(zk.broker_id_path(broker_id)).czxid if broker_epoch is None else broker_epoch
+    change = (topic_id, index, state.leader_epoch if leader_epoch is None else leader_epoch, tuple(isr), 0,
+              version if partition_epoch is None else partition_epoch)
+    return controller._alter_partitions(broker_id, epoch, [change])[0]
+
+
+def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    channel.take()
+    _, version = tree.partition_state("orders", 0)
+    result = alter(controller, tree, 1, "orders", 0, [1, 0])
+    assert result["error_code"] == 0 and result["isr"] == [1, 0] and result["partition_epoch"] == version + 1
+    state, written_version = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr, written_version) == (1, (1, 0), version + 1)
+    updates = channel.take(UPDATE_METADATA)
+    assert sorted(b for b, *_ in updates) == [0, 1, 2]
+    assert partitions_of(updates[0][2])[("orders", 0)]["isr"] == [1, 0]
+    # Asked again with the old partition epoch: already so, answered as it is.
+    again = alter(controller, tree, 1, "orders", 0, [1, 0], partition_epoch=version)
+    assert again["error_code"] == 0 and again["partition_epoch"] == version + 1
+    controller.resign()
+
+
+@pytest.mark.parametrize(
+    ("case", "error"),
+    [
+        ("older leader epoch", 74),  # FENCED_LEADER_EPOCH
+        ("newer leader epoch", 41),  # NOT_CONTROLLER
+        ("older partition epoch", 95),  # INVALID_UPDATE_VERSION
+        ("not the leader", 42),  # INVALID_REQUEST
+        ("replica not assigned", 107),  # INELIGIBLE_REPLICA
+        ("replica down", 107),
+    ],
+)
+def test_alter_partition_refusals(tree, case, error):
+    controller, _ = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    state, version = tree.partition_state("orders", 0)
+    tree.set_partition_state("orders", 0, zk.LeaderAndIsr(1, state.leader_epoch + 1, (1,), controller.epoch), version)
+    state, version = tree.partition_state("orders", 0)
+    if case == "older leader epoch":
+        result = alter(controller, tree, 1, "orders", 0, [1, 0], leader_epoch=state.leader_epoch - 1)
+    elif case == "newer leader epoch":
+        result = alter(controller, tree, 1, "orders", 0, [1, 0], leader_epoch=state.leader_epoch + 1)
+    elif case == "older partition epoch":
+        result = alter(controller, tree, 1, "orders", 0, [1, 0], partition_epoch=version - 1)
+    elif case == "not the leader":
+        result = alter(controller, tree, 0, "orders", 0, [1, 0])
+    elif case == "replica not assigned":
+        result = alter(controller, tree, 1, "orders", 0, [1, 2])
+    else:
+        tree.store.delete(zk.broker_id_path(0))
+        result = alter(controller, tree, 1, "orders", 0, [1, 0])
+    assert result["error_code"] == error
+    assert tree.partition_state("orders", 0) == (state, version)
+    controller.resign()
+
+
+def test_alter_partition_from_an_older_registration_is_a_stale_broker_epoch(tree):
+    controller, _ = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    stale = tree.store.exists(zk.broker_id_path(1)).czxid - 1
+    with pytest.raises(Exception) as caught:
+        alter(controller, tree, 1, "orders", 0, [1, 0], broker_epoch=stale)
+    assert caught.value.error_code == 77  # STALE_BROKER_EPOCH
+    controller.resign()

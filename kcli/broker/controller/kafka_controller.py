@@ -483,6 +483,81 @@ class KafkaController:
         self.partition_states.observe(name, index, election.leader)
         return True
 
+    # -- ISR changes from leaders ---------------------------------------------------------------------
+
+    async def alter_partitions(self, broker_id: int, broker_epoch: int, changes) -> list[dict]:
+        """AlterPartition's changes ``(topic id, partition, leader epoch, new ISR, leader recovery
+        state, partition epoch)``, checked and written on the metadata thread; one answer each
+        (error code and the partition's state)."""
+        return await self.thread.call(self._alter_partitions, broker_id, broker_epoch, changes)
+
+    def _alter_partitions(self, broker_id: int, broker_epoch: int, changes) -> list[dict]:
+        if not self.active:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER)
+        live = self._live.get(broker_id)
+        if live is None or (broker_epoch != -1 and broker_epoch != live.epoch):
+            raise KafkaError(ErrorCode.STALE_BROKER_EPOCH)
+        names = {}
+        for name in self.zk_client.topic_names():
+            topic = self._load_topic(name)
+            if topic is not None:
+                names[topic.topic_id] = name
+        results = []
+        changed: set[str] = set()
+        for topic_id, index, leader_epoch, isr, recovery, partition_epoch in changes:
+            name = names.get(topic_id)
+            result = self._alter_partition(broker_id, name, index, leader_epoch, isr, recovery, partition_epoch)
+            if result.pop("written", False):
+                changed.add(name)
+            results.append(result)
+        for name in sorted(changed):
+            self._publish(name)
+        self._send_batch()
+        return results
+
+    def _alter_partition(self, broker_id, name, index, leader_epoch, isr, recovery, partition_epoch) -> dict:
+        def refused(error: ErrorCode) -> dict:
+            return {"error_code": error, "leader_id": -1, "leader_epoch": -1, "isr": [], "leader_recovery_state": 0, "partition_epoch": -1}
+
+        def answered(state: zk.LeaderAndIsr, epoch: int, **extra) -> dict:
+            return {"error_code": ErrorCode.NONE, "leader_id": state.leader, "leader_epoch": state.leader_epoch,
+                    "isr": list(state.isr), "leader_recovery_state": state.leader_recovery_state, "partition_epoch": epoch, **extra}
+
+        if name is None:
+            return refused(ErrorCode.UNKNOWN_TOPIC_ID)
+        loaded = self.zk_client.partition_state(name, index)
+        if loaded is None:
+            return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        current, version = loaded
+        if partition_epoch > version or leader_epoch > current.leader_epoch:
+            return refused(ErrorCode.NOT_CONTROLLER)
+        if leader_epoch < current.leader_epoch:
+            return refused(ErrorCode.FENCED_LEADER_EPOCH)
+        if current.leader != broker_id:
+            log.info("[Controller id=%d] Rejecting AlterPartition from broker %d for %s-%d: the leader is %d",
+                     self.broker_id, broker_id, name, index, current.leader)
+            return refused(ErrorCode.INVALID_REQUEST)
+        if tuple(isr) == current.isr and recovery == current.leader_recovery_state:
+            return answered(current, version)  # already so: answered as it is, whatever the partition epoch
+        if partition_epoch < version:
+            return refused(ErrorCode.INVALID_UPDATE_VERSION)
+        if recovery == zk.LEADER_RECOVERING and len(isr) > 1:
+            return refused(ErrorCode.INVALID_REQUEST)
+        if current.leader_recovery_state == zk.LEADER_RECOVERED and recovery == zk.LEADER_RECOVERING:
+            return refused(ErrorCode.INVALID_REQUEST)
+        assignment, _ = self.zk_client.topic_assignment(name)
+        replicas = assignment.partitions.get(index, ())
+        eligible = self._live.keys() - self._shutting_down
+        if not isr or any(r not in replicas or r not in eligible for r in isr):
+            return refused(ErrorCode.INELIGIBLE_REPLICA)
+        updated = replace(current, isr=tuple(isr), leader_recovery_state=recovery, controller_epoch=self.epoch)
+        try:
+            self.zk_client.set_partition_state(name, index, updated, version)
+        except (BadVersionError, NoNodeError):
+            return refused(ErrorCode.INVALID_UPDATE_VERSION)
+        log.info("[Controller id=%d] ISR of %s-%d changed to %s", self.broker_id, name, index, ",".join(map(str, isr)))
+        return answered(updated, version + 1, written=True)
+
     # -- controlled shutdown ----------------------------------------------------------------------
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
