@@ -99,6 +99,7 @@ class ControllerChannelManager:
         self.controller_id = controller_id
         self._timeout = timeout_ms / 1000
         self._channels: dict[int, _BrokerChannel] = {}
+        self._stopping: set[asyncio.Task] = set()
 
     # -- from the controller's thread -------------------------------------------------------------
 
@@ -142,7 +143,9 @@ class ControllerChannelManager:
     def _remove(self, broker_id: int) -> None:
         channel = self._channels.pop(broker_id, None)
         if channel is not None:
-            self._loop.create_task(channel.stop())
+            task = self._loop.create_task(channel.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
 
     def _remove_all(self) -> None:
         for broker_id in list(self._channels):
@@ -159,4 +162,4 @@ class ControllerChannelManager:
         """Stop every sender, on the loop, and wait for them."""
         channels = list(self._channels.values())
         self._channels.clear()
-        await asyncio.gather(*(channel.stop() for channel in channels), return_exceptions=True)
+        await asyncio.gather(*(channel.stop() for channel in channels), *self._stopping, return_exceptions=True)
