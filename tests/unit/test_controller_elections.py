@@ -172,6 +172,24 @@ def test_controlled_shutdown_moves_rf1_partitions_offline_at_once(tree):
     controller.resign()
 
 
+def test_controlled_shutdown_moves_leadership_to_an_in_sync_replica_and_drops_the_broker_from_isrs(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0], 1: [0, 1]})
+    for index, leader in ((0, 1), (1, 0)):
+        state, version = tree.partition_state("orders", index)
+        tree.set_partition_state("orders", index, zk.LeaderAndIsr(leader, state.leader_epoch, (leader, 1 - leader), controller.epoch), version)
+    before = {index: tree.partition_state("orders", index)[0] for index in (0, 1)}
+    channel.take()
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    led, followed = tree.partition_state("orders", 0)[0], tree.partition_state("orders", 1)[0]
+    # It led partition 0: broker 0, in sync, takes over; it followed partition 1: it leaves the ISR.
+    assert (led.leader, led.isr, led.leader_epoch) == (0, (0,), before[0].leader_epoch + 1)
+    assert (followed.leader, followed.isr, followed.leader_epoch) == (0, (0,), before[1].leader_epoch + 1)
+    to_brokers = {b: partitions_of(f) for b, api, f, _ in channel.take(LEADER_AND_ISR)}
+    assert to_brokers[0][("orders", 0)]["leader"] == 0 and to_brokers[1][("orders", 0)]["leader"] == 0
+    controller.resign()
+
+
 def test_preferred_replica_election_moves_leadership_back_past_the_imbalance_threshold(tree):
     controller, channel = controller_of(tree)
     create(tree, "orders", {0: [1, 0], 1: [1, 0]})

@@ -386,6 +386,14 @@ class KafkaController:
             current, version = loaded
             if current.leader in live:
                 self.partition_states.observe(name, partition, current.leader)
+                # Followers on brokers that died or are shutting down leave the ISR (their
+                # replicas go OfflineReplica), with a new leader epoch, as Kafka's
+                # removeReplicasFromIsr.
+                isr = tuple(r for r in current.isr if r in live or r == current.leader)
+                if isr != current.isr:
+                    updated = replace(current, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=self.epoch)
+                    ops.append(SetDataOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(updated), version))
+                    written.append((partition, current.leader))
                 continue
             if current.leader in self._shutting_down and current.leader in self._live:
                 election = leader_selectors.controlled_shutdown_partition_leader(replicas, current.isr, self._live.keys(), self._shutting_down)
