@@ -66,14 +66,14 @@ class Broker:
         self.config = config
         self.id: int = config.broker_id
         self.cluster_id: str | None = None
-        self.registry = load_registry()
+        self.cluster_mode = bool(config.get("zookeeper.connect"))
+        self.registry = load_registry(cluster_mode=self.cluster_mode)
         self.log_manager: LogManager | None = None
         self.zk_client: KafkaZkClient | None = None
         self.metadata: MetadataCache | None = None
         self.admin_manager: ZkAdminManager | None = None
         self.controller: KafkaController | None = None
-        # Cluster mode (ZooKeeper): the controller drives hosting through LeaderAndIsr and StopReplica.
-        self.cluster_mode = bool(config.get("zookeeper.connect"))
+        # In cluster mode (ZooKeeper) the controller drives hosting through LeaderAndIsr and StopReplica.
         self.controller_channel: ControllerChannelManager | None = None
         self.metadata_thread: MetadataThread | None = None
         self.replica_manager: ReplicaManager | None = None

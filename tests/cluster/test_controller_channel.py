@@ -208,6 +208,9 @@ def test_alter_partition_is_answered_by_the_controller_and_reaches_every_brokers
             assert client.call(56, 2, fields).error_code == NOT_CONTROLLER
         host, port = cluster.brokers[controller].bootstrap.rsplit(":", 1)
         with WireClient(host, int(port)) as client:
+            versions = client.call(18, 3, {"client_software_name": "kcli-tests", "client_software_version": "1"})
+            advertised = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+            assert [advertised.get(key) for key in (4, 5, 6, 7, 56)] == [(0, 7), (0, 4), (0, 8), (0, 3), (2, 3)]
             answer = client.call(56, 2, fields)
         assert answer.error_code == 0
         (partition,) = answer.topics[0].partitions

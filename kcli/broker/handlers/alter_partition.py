@@ -23,6 +23,7 @@ from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 56
 VERSIONS = (2, 3)
+CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
 
 async def handle(ctx, request):

@@ -18,6 +18,7 @@ from kcli.errors import ErrorCode, KcliError
 
 API_KEY = 7
 VERSIONS = (0, 3)
+CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
 UNKNOWN_BROKER_EPOCH = -1
 

@@ -23,6 +23,7 @@ from kcli.errors import ErrorCode
 
 API_KEY = 4
 VERSIONS = (0, 7)
+CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
 FIRST_BY_TOPIC_ID = 5  # the answer names topics by id
 

@@ -21,6 +21,7 @@ from kcli.errors import ErrorCode
 
 API_KEY = 5
 VERSIONS = (0, 4)
+CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
 
 def stopped_partitions(request) -> list[StopPartition]:

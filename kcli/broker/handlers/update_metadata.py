@@ -23,6 +23,7 @@ from kcli.metadata.topics import PartitionState
 
 API_KEY = 6
 VERSIONS = (0, 8)
+CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
 LEADER_DURING_DELETE = -2  # Kafka's LeaderAndIsr.LeaderDuringDelete
 
