@@ -4,8 +4,10 @@ Start-up: lock every ``log.dirs`` entry, open the metadata tree (embedded, or Zo
 ``zookeeper.connect``), check or write ``meta.properties`` (broker id and cluster id, as a
 ZooKeeper-era broker writes it), load the logs (recovering them after a crash), bind the
 listeners, register under ``/brokers/ids``, run for controller, host every partition this broker
-leads, then accept requests. Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests
-finish, flush every log, write the checkpoints and the clean-shutdown marker.
+leads (in cluster mode: as the controller's LeaderAndIsr requests say, when they come), then accept
+requests. Shutdown (SIGTERM/SIGINT): in cluster mode ask the controller to move this broker's
+leadership away first (ControlledShutdown), then stop accepting, let in-flight requests finish,
+flush every log, write the checkpoints and the clean-shutdown marker.
 
 Periodic work runs off the event loop in a thread: flushing (``log.flush.scheduler.interval.ms``),
 retention (``log.retention.check.interval.ms``) and checkpoints
@@ -26,6 +28,7 @@ from kcli.broker.groups.coordinator import GroupCoordinator
 from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
 from kcli.metadata import zk_paths
+from kcli.broker.controller.channel_manager import ControllerChannelManager
 from kcli.broker.controller.kafka_controller import KafkaController
 from kcli.broker.metadata_cache import MetadataCache
 from kcli.broker.metadata_thread import MetadataThread
@@ -64,12 +67,15 @@ class Broker:
         self.config = config
         self.id: int = config.broker_id
         self.cluster_id: str | None = None
-        self.registry = load_registry()
+        self.cluster_mode = bool(config.get("zookeeper.connect"))
+        self.registry = load_registry(cluster_mode=self.cluster_mode)
         self.log_manager: LogManager | None = None
         self.zk_client: KafkaZkClient | None = None
         self.metadata: MetadataCache | None = None
         self.admin_manager: ZkAdminManager | None = None
         self.controller: KafkaController | None = None
+        # In cluster mode (ZooKeeper) the controller drives hosting through LeaderAndIsr and StopReplica.
+        self.controller_channel: ControllerChannelManager | None = None
         self.metadata_thread: MetadataThread | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
@@ -83,6 +89,9 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._logs_loaded = False
         self._registration: tuple = ((), None)
+        # Kafka's broker epoch: the czxid of this broker's registration znode (KIP-380); the
+        # controller's requests carry it, and one of an older registration is refused.
+        self.broker_epoch = -1
         self._stopped = asyncio.Event()
 
     @property
@@ -107,7 +116,7 @@ class Broker:
         self.zk_client = KafkaZkClient(store)
         await thread.call(self.zk_client.create_top_level_paths)
         self.id = await thread.call(self._resolve_broker_id)
-        self.metadata = MetadataCache(self.zk_client, thread)
+        self.metadata = MetadataCache(self.zk_client, thread, fed_by_controller=self.cluster_mode)
         self.admin_manager = ZkAdminManager(
             AdminZkClient(
                 self.zk_client,
@@ -116,8 +125,13 @@ class Broker:
                 new_partitions_check=self._check_open_file_budget,
             ),
             self.metadata,
+            mark_deletions=self.cluster_mode,
         )
-        self.controller = KafkaController(self.zk_client, self.id, thread)
+        if self.cluster_mode:
+            self.controller_channel = ControllerChannelManager(loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"))
+        self.controller = KafkaController(
+            self.zk_client, self.id, thread, channel=self.controller_channel, inter_broker_listener=self.inter_broker_listener()
+        )
         await thread.call(self.metadata.start)
         self.cluster_id = await thread.call(self.zk_client.get_or_create_cluster_id)
         await thread.call(self.zk_client.check_broker_id_free, self.id)
@@ -140,8 +154,9 @@ class Broker:
         await thread.call(self._register)
         store.on_new_session(lambda: thread.submit(self._on_new_session))
         await thread.call(self.controller.startup)
-        for topic in self.metadata.topics().values():
-            self._host_topic(topic)
+        if not self.cluster_mode:
+            for topic in self.metadata.topics().values():
+                self._host_topic(topic)
         self.metadata.on_topic_change(self._on_topic_change)
         self.group_coordinator = start_group_coordinator(self)
         self.transaction_coordinator = start_transaction_coordinator(self)
@@ -195,6 +210,9 @@ class Broker:
         """``/brokers/ids/<id>``, on the metadata thread."""
         endpoints, rack = self._registration
         self.zk_client.register_broker(self.id, endpoints, rack=rack)
+        stat = self.zk_client.store.exists(zk_paths.broker_id_path(self.id))
+        if stat is not None:
+            self.broker_epoch = stat.czxid
         log.info("Registered broker %d at path %s with addresses: %s", self.id, zk_paths.broker_id_path(self.id),
                  ",".join(f"{e.listener_name}://{e.host}:{e.port}" for e in endpoints))
 
@@ -240,6 +258,10 @@ class Broker:
                     "If you moved your data, make sure your configured broker.id matches. If you intend to create a new broker, "
                     "you should remove all data in your data directories (log.dirs)."
                 )
+
+    def inter_broker_listener(self) -> str:
+        """Kafka's inter.broker.listener.name, else the listener of security.inter.broker.protocol."""
+        return (self.config.get("inter.broker.listener.name") or self.config.get("security.inter.broker.protocol")).upper()
 
     def live_brokers(self) -> list[BrokerAddress]:
         """Every registered broker at its first advertised endpoint."""
@@ -351,6 +373,10 @@ class Broker:
             self.replica_manager.stop_replicas(name, hosted, delete=True)
             self.fetch_sessions.remove_topic(name)
             return
+        if self.cluster_mode:
+            # Leadership comes from the controller's LeaderAndIsr (``leadership_changed``).
+            self.replica_manager.update_config(name)
+            return
         self._host_topic(topic)
         # Partitions this broker led and leads no more (offline, or led elsewhere) stop here;
         # their logs stay.
@@ -358,6 +384,22 @@ class Broker:
         if lost:
             self.replica_manager.stop_replicas(name, lost, delete=False)
         self.replica_manager.update_config(name)
+
+    def leadership_changed(self, updates) -> None:
+        """After a LeaderAndIsr request: the coordinators of the internal topics load or unload
+        the partitions this broker now leads, through the topic listeners."""
+        for name in sorted({update.topic for update in updates}):
+            self.metadata.notify_topic(name)
+
+    def replicas_stopped(self, partitions) -> None:
+        """After a StopReplica request: fetch sessions forget deleted partitions' topics, the
+        coordinators drop what they no longer lead."""
+        for name in sorted({p.topic for p in partitions}):
+            if any(p.delete for p in partitions if p.topic == name) and not any(
+                part.topic == name for part in self.replica_manager.partitions()
+            ):
+                self.fetch_sessions.remove_topic(name)
+            self.metadata.notify_topic(name)
 
     # -- periodic work -----------------------------------------------------------------------------
 
@@ -369,6 +411,13 @@ class Broker:
         self._every(get("log.flush.offset.checkpoint.interval.ms"), lm.checkpoint_recovery_points)
         self._every(get("log.flush.start.offset.checkpoint.interval.ms"), lm.checkpoint_log_start_offsets)
         self._every(get("producer.id.expiration.check.interval.ms"), self._expire_producers)
+        if self.cluster_mode and get("auto.leader.rebalance.enable"):
+            # The controller's preferred replica election, on the metadata thread.
+            percentage = get("leader.imbalance.per.broker.percentage")
+            self._every(
+                get("leader.imbalance.check.interval.seconds") * 1000,
+                lambda: self.metadata_thread.submit(lambda: self.controller.check_leader_imbalance(percentage)),
+            )
 
     def _expire_producers(self) -> None:
         for partition_log in self.log_manager.all_logs():
@@ -388,6 +437,48 @@ class Broker:
             except Exception:
                 log.exception("Periodic %s failed", getattr(work, "__name__", work))
 
+    # -- controlled shutdown ----------------------------------------------------------------------
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's leadership away before stopping (Kafka's
+        KafkaServer.controlledShutdown): up to ``controlled.shutdown.max.retries`` attempts,
+        ``controlled.shutdown.retry.backoff.ms`` apart, then an unclean shutdown."""
+        from kcli.client.connection import BrokerConnection
+
+        log.info("[KafkaServer id=%d] Starting controlled shutdown", self.id)
+        retries = self.config.get("controlled.shutdown.max.retries")
+        backoff = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000
+        timeout = self.config.get("controller.socket.timeout.ms") / 1000
+        for attempt in range(max(retries, 1)):
+            if attempt:
+                log.info("[KafkaServer id=%d] Retrying controlled shutdown (%d retries remaining)", self.id, retries - attempt)
+                await asyncio.sleep(backoff)
+            controller = self.metadata.controller_id()
+            registration = self.metadata.alive_brokers().get(controller) if controller is not None else None
+            if registration is None or not registration.endpoints:
+                log.warning("[KafkaServer id=%d] No controller to send the controlled shutdown request to", self.id)
+                continue
+            listener = self.inter_broker_listener()
+            endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == listener), registration.endpoints[0])
+            try:
+                connection = await BrokerConnection.open(endpoint.host, endpoint.port, client_id=f"broker-{self.id}", timeout=timeout)
+                try:
+                    answer = await connection.call(7, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
+                finally:
+                    await connection.close()
+            except (KcliError, OSError) as e:
+                log.warning("[KafkaServer id=%d] Error during controlled shutdown, possibly because leader movement took "
+                            "longer than the configured controller.socket.timeout.ms: %s", self.id, e)
+                continue
+            error = ErrorCode.for_code(int(answer.error_code))
+            if error == ErrorCode.NONE and not answer.remaining_partitions:
+                log.info("[KafkaServer id=%d] Controlled shutdown request returned successfully", self.id)
+                return
+            remaining = ",".join(f"{p.topic_name}-{p.partition_index}" for p in answer.remaining_partitions)
+            log.info("[KafkaServer id=%d] Remaining partitions to move: %s", self.id, remaining)
+            log.info("[KafkaServer id=%d] Error from controller: %s", self.id, error.name)
+        log.warning("[KafkaServer id=%d] Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed", self.id)
+
     # -- stop --------------------------------------------------------------------------------------
 
     def request_stop(self) -> None:
@@ -398,6 +489,8 @@ class Broker:
 
     async def shutdown(self, grace: float = 30.0) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.id)
+        if self.cluster_mode and self.config.get("controlled.shutdown.enable") and self._logs_loaded:
+            await self._controlled_shutdown()
         self.server.stop_accepting()
         if self.replica_manager is not None:
             self.replica_manager.notify_all()
@@ -413,6 +506,8 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.controller is not None:
             self.controller.shutdown()
+        if self.controller_channel is not None:
+            await self.controller_channel.close()
         if self.metadata is not None:
             self.metadata.close()
         if self.zk_client is not None:

@@ -11,6 +11,14 @@ Threads (``metadata_thread``): a store's watch callback only notes what changed;
 on the metadata thread and the cache changes, and its listeners run, on the event loop.
 ``refresh_topic_async`` reads one topic again at once, so that a request that just wrote it
 answers with what it wrote, whatever the store's watch latency.
+
+In cluster mode (``fed_by_controller``) the live brokers, the controller and the changes of
+partition states come from the controller's UpdateMetadata (``update_metadata``, Kafka's
+MetadataCache.updateMetadata), as on a ZooKeeper-mode Kafka broker; the tree is still followed
+for what UpdateMetadata does not carry (a topic's id, assignment and configs, brokers' dynamic
+configs). A topic read from the tree comes with its partitions' states; every state carries its
+partition epoch (the state znode's version) and the cache keeps, per partition, the newer of what
+it has and what arrives, so the two sources may interleave in any order.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import ChangeEvent, ChangeKind
-from kcli.metadata.topics import ZERO_UUID, TopicChange, TopicChangeKind, TopicInfo, TopicListener
+from kcli.metadata.topics import ZERO_UUID, PartitionState, TopicChange, TopicChangeKind, TopicInfo, TopicListener
 from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, LoadedState, partition_state
 
 log = logging.getLogger("kcli.broker.metadata")
@@ -57,8 +65,12 @@ class _Read:
 
 
 class MetadataCache:
-    def __init__(self, zk_client: KafkaZkClient, thread: InlineMetadataThread | None = None) -> None:
+    def __init__(self, zk_client: KafkaZkClient, thread: InlineMetadataThread | None = None, *, fed_by_controller: bool = False) -> None:
         self.zk_client = zk_client
+        # Cluster mode: the live brokers, the controller and partition state changes come from the
+        # controller's UpdateMetadata; the tree is followed for topics (ids, assignment, configs)
+        # and broker configs only.
+        self.fed_by_controller = fed_by_controller
         self.thread = thread if thread is not None else InlineMetadataThread()
         self._lock = threading.RLock()
         self._topics: dict[str, TopicInfo] = {}
@@ -74,7 +86,10 @@ class MetadataCache:
 
     def start(self) -> None:
         """Watch the tree, then load all of it (on the metadata thread, before serving)."""
-        for prefix in (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
+        watched = (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS)
+        if not self.fed_by_controller:
+            watched += (zk.BROKER_IDS, zk.CONTROLLER)
+        for prefix in watched:
             self._unwatch.append(self.zk_client.store.watch(prefix, self._on_tree_change))
         self._broker_configs = self._read_broker_configs()
         self._brokers = self._read_brokers()
@@ -179,7 +194,7 @@ class MetadataCache:
             first = self._pending is None
             if first:
                 self._pending = _Changed()
-            self._note(self._pending, events)
+            self._note(self._pending, events, self.fed_by_controller)
         if first:
             self.thread.submit(self._read_pending)
 
@@ -190,7 +205,7 @@ class MetadataCache:
             self._read(changed)
 
     @staticmethod
-    def _note(changed: _Changed, events: list[ChangeEvent]) -> None:
+    def _note(changed: _Changed, events: list[ChangeEvent], fed_by_controller: bool = False) -> None:
         for event in events:
             parts = event.path.split("/")
             if event.path.startswith(BROKER_CONFIGS + "/"):
@@ -201,7 +216,8 @@ class MetadataCache:
                 changed.controller = True
             elif event.path.startswith(zk.TOPICS + "/"):
                 if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
-                    changed.states.setdefault(parts[3], set()).add(int(parts[5]))
+                    if not fed_by_controller:
+                        changed.states.setdefault(parts[3], set()).add(int(parts[5]))
                 else:
                     changed.topics.add(parts[3])
             elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
@@ -264,9 +280,58 @@ class MetadataCache:
             )
         self._apply(name, replace(topic, partitions=updated))
 
+    def update_metadata(
+        self,
+        controller_id: int,
+        brokers: dict[int, zk.BrokerRegistration],
+        topics: dict[str, tuple[uuid.UUID | None, dict[int, PartitionState | None]]],
+    ) -> None:
+        """Apply an UpdateMetadata request's content, on the loop: the live brokers, the
+        controller, and per topic the partition states (None: the partition is being deleted,
+        Kafka's LeaderDuringDelete), each kept only when not older than the cached one."""
+        with self._lock:
+            self._brokers = dict(sorted(brokers.items()))
+        self._controller_id = controller_id if controller_id >= 0 else None
+        for name, (topic_id, states) in topics.items():
+            previous = self.topic(name)
+            if previous is None or (topic_id not in (None, ZERO_UUID) and topic_id != previous.topic_id):
+                # A topic is known from the tree (its id, configs and assignment) before its
+                # states are taken from UpdateMetadata: one the cache has not read yet, or has
+                # seen deleted, is left to the tree's watch.
+                continue
+            partitions = dict(previous.partitions)
+            for index, state in states.items():
+                if state is None:
+                    partitions.pop(index, None)
+                elif index not in partitions or state.partition_epoch >= partitions[index].partition_epoch:
+                    partitions[index] = state
+            self._apply(name, replace(previous, partitions=partitions) if partitions else None)
+
+    def notify_topic(self, name: str) -> None:
+        """Tell the topic listeners the topic changed (this broker's role in it did)."""
+        topic = self.topic(name)
+        if topic is not None:
+            self._notify(TopicChange(TopicChangeKind.UPDATED, name, topic, topic))
+
+    @staticmethod
+    def _newer_states(previous: TopicInfo | None, topic: TopicInfo | None) -> TopicInfo | None:
+        """``topic`` as read from the tree, keeping the cached state of any partition whose
+        cached state is newer (an UpdateMetadata applied after the read was made)."""
+        if previous is None or topic is None or previous.topic_id != topic.topic_id:
+            return topic
+        kept = {
+            index: previous.partitions[index]
+            for index, state in topic.partitions.items()
+            if index in previous.partitions and previous.partitions[index].partition_epoch > state.partition_epoch
+        }
+        if not kept:
+            return topic
+        return replace(topic, partitions={**topic.partitions, **kept})
+
     def _apply(self, name: str, topic: TopicInfo | None) -> None:
         with self._lock:
             previous = self._topics.get(name)
+            topic = self._newer_states(previous, topic)
             if previous == topic:
                 return
             if previous is not None:
@@ -276,14 +341,18 @@ class MetadataCache:
             else:
                 self._topics[name] = topic
                 self._names_by_id[topic.topic_id] = name
-            listeners = list(self._listeners)
         if previous is None:
             kind = TopicChangeKind.CREATED
         elif topic is None:
             kind = TopicChangeKind.DELETED
         else:
             kind = TopicChangeKind.UPDATED
-        change = TopicChange(kind, name, topic, previous)
+        self._notify(TopicChange(kind, name, topic, previous))
+
+    def _notify(self, change: TopicChange) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        kind, name = change.kind, change.name
         for listener in listeners:
             try:
                 listener(change)

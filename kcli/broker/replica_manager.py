@@ -1,10 +1,16 @@
 """The partitions this broker hosts, their logs, and the wake-ups of waiting fetches.
 
-A ``Partition`` is the broker's view of one topic-partition it leads: its log, its leader epoch,
+A ``Partition`` is the broker's view of one topic-partition it hosts: its log, its leader epoch,
 its replicas and in-sync replicas, and its high watermark. In single-process mode the ISR is this
 broker alone, so an append is committed (the high watermark moves) as soon as it is written;
 ``acks=all`` still honours ``min.insync.replicas`` against the ISR, as Kafka does. The replica
 manager is the seam where follower fetching and ISR changes join in cluster mode.
+
+In cluster mode the controller drives it (Kafka's ReplicaManager.becomeLeaderOrFollower and
+stopReplicas): ``become_leader_or_follower`` applies a LeaderAndIsr request, ``stop_replicas_request``
+a StopReplica request, each fenced by the controller epoch (``controller_epoch``, the newest seen)
+and per partition by the leader epoch. A follower hosts its log but serves no produce or fetch:
+replicating into it is a later step, so it just keeps what it has.
 
 Long-poll fetches do not poll: a fetch that must wait registers one future under each partition
 it reads, and an append completes the futures of its partition.
@@ -13,15 +19,50 @@ it reads, and an append completes the futures of its partition.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kcli.common import TopicPartition
-from kcli.errors import ErrorCode, KafkaError
+from kcli.errors import ErrorCode, KafkaError, KafkaStorageError
 from kcli.storage.log import Log, LogAppendInfo
 from kcli.storage.log_manager import LogManager
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import RecordBatch
+
+log = logging.getLogger("kcli.broker.state.change")
+
+# Kafka's KafkaController.InitialControllerEpoch, and LeaderAndIsr's epochs a StopReplica may carry
+# instead of a partition's leader epoch: NoEpoch (a controller of before KIP-570), EpochDuringDelete
+# (the topic is being deleted).
+INITIAL_CONTROLLER_EPOCH = 0
+NO_EPOCH = -1
+EPOCH_DURING_DELETE = -2
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStateUpdate:
+    """One partition of a LeaderAndIsr request, as the replica manager applies it."""
+
+    topic: str
+    index: int
+    topic_id: uuid.UUID | None
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    controller_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopPartition:
+    """One partition of a StopReplica request."""
+
+    topic: str
+    index: int
+    leader_epoch: int
+    delete: bool
 
 
 class Partition:
@@ -76,6 +117,9 @@ class ReplicaManager:
         # The broker's MetadataCache: tells a partition led elsewhere from an unknown one.
         self.metadata = metadata
         self._partitions: dict[TopicPartition, Partition] = {}
+        # Partitions this broker follows: their logs are open, nothing is served from them.
+        self._followers: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self._by_id: dict[uuid.UUID, str] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         self.closing = False
@@ -85,6 +129,7 @@ class ReplicaManager:
     def become_leader(self, topic: str, index: int, topic_id: uuid.UUID | None, *, leader_epoch: int, replicas: list[int], isr: list[int]) -> Partition:
         """Host the partition as its leader, opening or creating its log."""
         key = (topic, index)
+        self._followers.pop(key, None)
         log = self.log_manager.get_or_create_log(topic, index, topic_id)
         log.maybe_assign_epoch_start_offset(leader_epoch, log.log_end_offset)
         if list(isr) == [self.broker_id]:
@@ -99,8 +144,118 @@ class ReplicaManager:
             self._by_id[topic_id] = topic
         return partition
 
+    def become_follower(self, topic: str, index: int, topic_id: uuid.UUID | None, *, leader_epoch: int, replicas: list[int], isr: list[int]) -> Partition:
+        """Host the partition's log as a follower: a leader here steps down (its waiting fetches
+        are woken to answer NOT_LEADER_OR_FOLLOWER), the log is created when new and kept."""
+        key = (topic, index)
+        led = self._partitions.pop(key, None)
+        if led is not None:
+            self.notify(key)
+        log = self.log_manager.get_or_create_log(topic, index, topic_id)
+        partition = Partition(topic, index, topic_id, log, leader_epoch=leader_epoch, replicas=list(replicas), isr=list(isr), broker_id=self.broker_id)
+        self._followers[key] = partition
+        return partition
+
+    def hosted_leader_epoch(self, topic: str, index: int) -> int:
+        """The leader epoch of the partition as hosted here (leader or follower); -1 when not hosted."""
+        key = (topic, index)
+        hosted = self._partitions.get(key) or self._followers.get(key)
+        return hosted.leader_epoch if hosted is not None else NO_EPOCH
+
+    def is_follower(self, topic: str, index: int) -> bool:
+        return (topic, index) in self._followers
+
+    def become_leader_or_follower(self, controller_id: int, controller_epoch: int, updates: Iterable[PartitionStateUpdate]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Apply a LeaderAndIsr request (Kafka's ReplicaManager.becomeLeaderOrFollower): the
+        request's error and each partition's. A request from an older controller epoch changes
+        nothing (STALE_CONTROLLER_EPOCH); a partition whose leader epoch is not newer than the one
+        hosted is left as it is (STALE_CONTROLLER_EPOCH), one that does not list this broker among
+        its replicas is refused (UNKNOWN_TOPIC_OR_PARTITION)."""
+        updates = list(updates)
+        if controller_epoch < self.controller_epoch:
+            log.warning(
+                "Ignoring LeaderAndIsr request from controller %d since its controller epoch %d is old. "
+                "Latest known controller epoch is %d", controller_id, controller_epoch, self.controller_epoch,
+            )
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {(u.topic, u.index): ErrorCode.STALE_CONTROLLER_EPOCH for u in updates}
+        self.controller_epoch = controller_epoch
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for update in updates:
+            key = (update.topic, update.index)
+            current = self.hosted_leader_epoch(*key)
+            log.debug(
+                "[Broker id=%d] Received LeaderAndIsr request from controller %d epoch %d for partition %s-%d: leader %d, "
+                "leader epoch %d, replicas %s, isr %s", self.broker_id, controller_id, controller_epoch, update.topic, update.index,
+                update.leader, update.leader_epoch, list(update.replicas), list(update.isr),
+            )
+            if self.log_manager.is_partition_offline(*key):
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif update.leader_epoch <= current:
+                log.info(
+                    "Ignoring LeaderAndIsr request from controller %d epoch %d for partition %s-%d since its associated "
+                    "leader epoch %d is not higher than the current leader epoch %d",
+                    controller_id, controller_epoch, update.topic, update.index, update.leader_epoch, current,
+                )
+                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
+            elif self.broker_id not in update.replicas:
+                log.warning(
+                    "Ignoring LeaderAndIsr request from controller %d epoch %d as broker %d is not in the assigned "
+                    "replica list %s of partition %s-%d", controller_id, controller_epoch, self.broker_id,
+                    ",".join(map(str, update.replicas)), update.topic, update.index,
+                )
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                errors[key] = self._apply(update)
+        return ErrorCode.NONE, errors
+
+    def _apply(self, update: PartitionStateUpdate) -> ErrorCode:
+        role = self.become_leader if update.leader == self.broker_id else self.become_follower
+        try:
+            role(update.topic, update.index, update.topic_id, leader_epoch=update.leader_epoch, replicas=list(update.replicas), isr=list(update.isr))
+        except (OSError, KafkaStorageError) as e:
+            log.error("Could not host partition %s-%d: %s", update.topic, update.index, e)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE
+
+    def stop_replicas_request(self, controller_id: int, controller_epoch: int, partitions: Iterable[StopPartition]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Apply a StopReplica request (Kafka's ReplicaManager.stopReplicas): stop hosting each
+        partition, deleting its log when asked, even when it is not hosted (a replica of a topic
+        deleted while this broker was down). A hosted partition whose leader epoch is newer than
+        the request's stays (FENCED_LEADER_EPOCH); a request from an older controller epoch
+        changes nothing (STALE_CONTROLLER_EPOCH)."""
+        partitions = list(partitions)
+        if controller_epoch < self.controller_epoch:
+            log.warning(
+                "Ignoring StopReplica request from controller %d since its controller epoch %d is old. "
+                "Latest known controller epoch is %d", controller_id, controller_epoch, self.controller_epoch,
+            )
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+        self.controller_epoch = controller_epoch
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for stop in partitions:
+            key = (stop.topic, stop.index)
+            current = self.hosted_leader_epoch(*key)
+            if self.log_manager.is_partition_offline(*key):
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif current != NO_EPOCH and stop.leader_epoch not in (NO_EPOCH, EPOCH_DURING_DELETE) and stop.leader_epoch <= current:
+                log.info(
+                    "Ignoring StopReplica request (delete=%s) from controller %d epoch %d for partition %s-%d since its "
+                    "associated leader epoch %d is not higher than the current leader epoch %d",
+                    stop.delete, controller_id, controller_epoch, stop.topic, stop.index, stop.leader_epoch, current,
+                )
+                errors[key] = ErrorCode.FENCED_LEADER_EPOCH
+            else:
+                try:
+                    self.stop_replicas(stop.topic, [stop.index], delete=stop.delete)
+                    errors[key] = ErrorCode.NONE
+                except (OSError, KafkaStorageError) as e:
+                    log.error("Could not stop replica %s-%d: %s", stop.topic, stop.index, e)
+                    errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE, errors
+
     def stop_replicas(self, topic: str, indexes: Iterable[int], *, delete: bool) -> None:
         for index in indexes:
+            self._followers.pop((topic, index), None)
             partition = self._partitions.pop((topic, index), None)
             if partition is not None and partition.topic_id is not None:
                 self._by_id.pop(partition.topic_id, None)
@@ -119,7 +274,7 @@ class ReplicaManager:
             if self.log_manager.is_partition_offline(topic, index):
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"The log of {topic}-{index} is in an offline log dir")
             info = self.metadata.topic(topic) if self.metadata is not None else None
-            if info is not None and index in info.partitions:
+            if (topic, index) in self._followers or (info is not None and index in info.partitions):
                 # Kafka's ReplicaManager.getPartitionOrError: the partition exists, led elsewhere
                 # (or by nobody while it is offline).
                 raise KafkaError(

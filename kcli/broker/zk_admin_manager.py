@@ -8,16 +8,21 @@ the store's watches, so the request's answer and the next request on any connect
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 
 from kcli.broker.metadata_cache import MetadataCache
+from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata.admin_zk_client import AdminZkClient
+from kcli.metadata.store import NodeExistsError
 from kcli.metadata.topics import TopicInfo
 
 
 class ZkAdminManager:
-    def __init__(self, admin_zk_client: AdminZkClient, metadata: MetadataCache) -> None:
+    def __init__(self, admin_zk_client: AdminZkClient, metadata: MetadataCache, *, mark_deletions: bool = False, deletion_timeout: float = 30.0) -> None:
+        self.mark_deletions = mark_deletions
+        self.deletion_timeout = deletion_timeout
         self.admin_zk_client = admin_zk_client
         self.metadata = metadata
         self.thread = metadata.thread
@@ -48,10 +53,36 @@ class ZkAdminManager:
         return await self.metadata.refresh_topic_async(name) or grown
 
     async def delete_topic(self, name: str | None = None, topic_id: uuid.UUID | None = None) -> TopicInfo:
-        """Delete the topic named, or with ``topic_id``; the topic as it was."""
+        """Delete the topic named, or with ``topic_id``; the topic as it was.
+
+        In cluster mode the topic is marked for the controller (``/admin/delete_topics``), which
+        deletes it through the brokers, and the answer waits until this broker's cache no longer
+        has it (Kafka's DelayedDeleteTopics), within ``timeout`` seconds (REQUEST_TIMED_OUT past it:
+        the deletion goes on). Otherwise it is deleted at once."""
         topic = self.metadata.find_topic(name, topic_id)
-        await self.thread.call(self.admin_zk_client.delete_topic, topic)
-        await self.metadata.refresh_topic_async(topic.name)
+        if not self.mark_deletions:
+            await self.thread.call(self.admin_zk_client.delete_topic, topic)
+            await self.metadata.refresh_topic_async(topic.name)
+            return topic
+        gone = asyncio.get_running_loop().create_future()
+
+        def on_change(change) -> None:
+            if change.name == topic.name and change.topic is None and not gone.done():
+                gone.set_result(None)
+
+        remove = self.metadata.on_topic_change(on_change)
+        try:
+            try:
+                await self.thread.call(self.admin_zk_client.zk_mark_for_deletion, topic.name)
+            except NodeExistsError:
+                pass  # marked already: its deletion is under way
+            if self.metadata.topic(topic.name) is not None:
+                try:
+                    await asyncio.wait_for(gone, self.deletion_timeout)
+                except TimeoutError:
+                    raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {topic.name} is marked for deletion; its deletion is not complete yet.") from None
+        finally:
+            remove()
         return topic
 
     async def set_topic_configs(self, name: str, configs: Mapping[str, str], **kwargs) -> TopicInfo | None:

@@ -46,7 +46,7 @@ def _skipped_rows() -> dict[int, tuple[str, tuple[int, int], tuple[int, int], st
 ROWS = _skipped_rows()
 # APIs only brokers send each other (a 3.9 broker sends its latest version): an old version the
 # message layer cannot read may be left out without being deprecated.
-BROKER_TO_BROKER = {27}  # WriteTxnMarkers
+BROKER_TO_BROKER = {27, 56}  # WriteTxnMarkers, AlterPartition
 
 
 def test_the_table_covers_exactly_the_apis_kcli_implements():

@@ -13,7 +13,10 @@ to wait (Fetch's long poll, a JoinGroup or SyncGroup until the rebalance complet
 
 The registry is every module of this package (found with ``pkgutil``, so a new module is served
 and advertised by being here); a module whose name starts with ``_`` is a helper, not an API.
-ApiVersions answers from this registry, so the advertised ranges are the served ones.
+ApiVersions answers from this registry, so the advertised ranges are the served ones. A module
+that sets ``CLUSTER_MODE_ONLY = True`` (the controller's requests to brokers, and AlterPartition)
+is served only by brokers in cluster mode: a single-process broker, like a KRaft-mode Kafka
+broker, neither serves nor advertises it.
 """
 
 from __future__ import annotations
@@ -54,12 +57,15 @@ def handler_modules(package: str = __name__) -> list[str]:
     return sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
 
 
-def load_registry(package: str = __name__) -> dict[int, Api]:
-    """Every handler module of ``package`` by API key; a module that does not declare an API, or
-    declares one another module serves, stops the broker with one line naming it."""
+def load_registry(package: str = __name__, *, cluster_mode: bool = True) -> dict[int, Api]:
+    """Every handler module of ``package`` by API key (without ``cluster_mode``, those not marked
+    ``CLUSTER_MODE_ONLY``); a module that does not declare an API, or declares one another module
+    serves, stops the broker with one line naming it."""
     registry: dict[int, Api] = {}
     for name in handler_modules(package):
         module = importlib.import_module(f"{package}.{name}")
+        if not cluster_mode and getattr(module, "CLUSTER_MODE_ONLY", False):
+            continue
         key, versions, handle = (getattr(module, attr, None) for attr in ("API_KEY", "VERSIONS", "handle"))
         if not isinstance(key, int) or not isinstance(versions, tuple) or len(versions) != 2 or not callable(handle):
             raise KcliError(f"handler module {package}.{name} must declare API_KEY, VERSIONS (lowest, highest) and handle()")

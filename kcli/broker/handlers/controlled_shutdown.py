@@ -1,0 +1,37 @@
+"""ControlledShutdown: v0-3
+
+Behaviour: a broker about to stop asks the active controller to move its leadership away first
+(Kafka's KafkaController.controlledShutdown, ``controller/kafka_controller``): each partition it
+leads gets another live in-sync replica as leader (the controlled-shutdown leader selector), or,
+with no other replica in sync, goes offline at once (leader -1); its follower replicas leave the
+ISR. The answer lists the partitions it still leads (empty when all moved). A broker that is not
+the active controller answers NOT_CONTROLLER; a request carrying an older registration of the
+broker (v2+) STALE_BROKER_EPOCH; an unregistered broker id BROKER_NOT_AVAILABLE.
+
+Version notes: v0 is sent with request header v0 (no client id); v2 adds the broker epoch; v3 is
+flexible.
+"""
+
+from __future__ import annotations
+
+from kcli.errors import ErrorCode, KcliError
+
+API_KEY = 7
+VERSIONS = (0, 3)
+CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
+
+UNKNOWN_BROKER_EPOCH = -1
+
+
+async def handle(ctx, request):
+    controller = ctx.broker.controller
+    if controller is None or not controller.active:
+        return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
+    try:
+        remaining = await controller.controlled_shutdown(request.broker_id, getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH))
+    except KcliError as e:
+        return {"error_code": e.error_code, "remaining_partitions": []}
+    return {
+        "error_code": ErrorCode.NONE,
+        "remaining_partitions": [{"topic_name": topic, "partition_index": index} for topic, index in remaining],
+    }

@@ -1,0 +1,348 @@
+"""The controller's leader selectors, partition states, requests to brokers, preferred replica
+election and topic deletion, over the embedded tree with a channel that records what it is asked
+to send.
+
+The selector cases are Kafka's (PartitionLeaderElectionAlgorithms: offline, reassigned,
+preferred and controlled-shutdown elections, and the ISR each leaves).
+"""
+
+from __future__ import annotations
+
+import random
+import types
+
+import pytest
+
+from kcli.broker.controller import leader_selectors as selectors
+from kcli.broker.controller.kafka_controller import KafkaController
+from kcli.broker.controller.partition_state import PartitionState, PartitionStateMachine
+from kcli.broker.controller.replica_state import ReplicaState
+from kcli.metadata import zk_paths as zk
+from kcli.metadata.admin_zk_client import AdminZkClient
+from kcli.metadata.embedded import EmbeddedStore
+from kcli.metadata.zk_client import KafkaZkClient
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+
+# -- selectors --------------------------------------------------------------------------------------
+
+
+def test_offline_election_takes_the_first_live_in_sync_replica_of_the_assignment():
+    assert selectors.offline_partition_leader([2, 4], [2, 4], {4}) == (4, (4,))
+    assert selectors.offline_partition_leader([2, 4, 5], [5, 4], {4, 5}) == (4, (5, 4))
+
+
+def test_offline_election_without_a_live_in_sync_replica_is_unclean_or_none():
+    assert selectors.offline_partition_leader([2, 4], [2], {4}) is None
+    assert selectors.offline_partition_leader([2, 4], [2], {4}, unclean=True) == (4, (4,))
+    assert selectors.offline_partition_leader([2, 4], [2], set(), unclean=True) is None
+
+
+def test_reassigned_election_takes_the_first_live_in_sync_target_replica():
+    assert selectors.reassigned_partition_leader([2, 4], [2, 4], {2, 4}) == (2, (2, 4))
+    assert selectors.reassigned_partition_leader([2, 4], [4, 2], {4}) == (4, (4, 2))
+    assert selectors.reassigned_partition_leader([2, 4], [2, 4], set()) is None
+
+
+def test_preferred_election_takes_only_the_first_replica():
+    assert selectors.preferred_replica_partition_leader([2, 4], [2, 4], {2, 4}) == (2, (2, 4))
+    assert selectors.preferred_replica_partition_leader([2, 4], [4], {2, 4}) is None
+    assert selectors.preferred_replica_partition_leader([2, 4], [2, 4], {4}) is None
+
+
+def test_controlled_shutdown_election_skips_brokers_shutting_down_and_drops_them_from_the_isr():
+    assert selectors.controlled_shutdown_partition_leader([2, 4], [2, 4], {2, 4}, {2}) == (4, (4,))
+    assert selectors.controlled_shutdown_partition_leader([2, 4], [2], {2, 4}, {2}) is None
+
+
+# -- partition states -------------------------------------------------------------------------------
+
+
+def test_partition_states_follow_kafkas_transitions():
+    machine = PartitionStateMachine(0)
+    assert machine.state("t", 0) is PartitionState.NON_EXISTENT_PARTITION
+    assert not machine.transition("t", 0, PartitionState.ONLINE_PARTITION)  # not created yet
+    assert machine.transition("t", 0, PartitionState.NEW_PARTITION)
+    assert machine.transition("t", 0, PartitionState.ONLINE_PARTITION)
+    assert not machine.transition("t", 0, PartitionState.NEW_PARTITION)
+    assert not machine.transition("t", 0, PartitionState.NON_EXISTENT_PARTITION)  # only from offline
+    assert machine.transition("t", 0, PartitionState.OFFLINE_PARTITION)
+    assert machine.transition("t", 0, PartitionState.NON_EXISTENT_PARTITION)
+    machine.observe("t", 1, 3)
+    assert machine.state("t", 1) is PartitionState.ONLINE_PARTITION
+    machine.observe("t", 1, -1)
+    assert machine.state("t", 1) is PartitionState.OFFLINE_PARTITION
+
+
+# -- the controller and its requests ----------------------------------------------------------------
+
+
+class RecordingChannel:
+    def __init__(self) -> None:
+        self.brokers: set[int] = set()
+        self.sent: list[tuple[int, int, dict, object]] = []
+
+    def add_broker(self, broker_id, host, port):
+        self.brokers.add(broker_id)
+
+    def remove_broker(self, broker_id):
+        self.brokers.discard(broker_id)
+
+    def shutdown(self):
+        self.brokers.clear()
+
+    def send(self, broker_id, api_key, fields, callback=None):
+        self.sent.append((broker_id, api_key, fields, callback))
+
+    def take(self, api_key=None):
+        taken = [s for s in self.sent if api_key is None or s[1] == api_key]
+        self.sent = [s for s in self.sent if s not in taken]
+        return taken
+
+
+def partitions_of(fields) -> dict[tuple[str, int], dict]:
+    return {(t["topic_name"], p["partition_index"]): p for t in fields["topic_states"] for p in t["partition_states"]}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    with EmbeddedStore(tmp_path) as store:
+        client = KafkaZkClient(store)
+        client.create_top_level_paths()
+        yield client
+
+
+def register(client, broker_id):
+    client.register_broker(broker_id, [zk.Endpoint("PLAINTEXT", "127.0.0.1", 9092 + broker_id)])
+
+
+def controller_of(client, brokers=(0, 1, 2)):
+    for broker_id in brokers:
+        register(client, broker_id)
+    channel = RecordingChannel()
+    controller = KafkaController(client, 0, channel=channel)
+    controller.elect()
+    return controller, channel
+
+
+def create(client, name, assignment):
+    AdminZkClient(client, rng=random.Random(1)).create_topic(name, assignment=assignment)
+
+
+def test_a_new_controller_sends_every_broker_the_cluster(tree):
+    controller, channel = controller_of(tree)
+    assert channel.brokers == {0, 1, 2}
+    sent = channel.take(UPDATE_METADATA)
+    assert sorted(b for b, *_ in sent) == [0, 1, 2]
+    fields = sent[0][2]
+    assert fields["controller_id"] == 0 and fields["controller_epoch"] == controller.epoch
+    assert [b["id"] for b in fields["live_brokers"]] == [0, 1, 2]
+    assert fields["live_brokers"][1]["endpoints"][0]["port"] == 9093
+    controller.resign()
+
+
+def test_a_new_topic_sends_leader_and_isr_to_its_replicas_and_update_metadata_to_all(tree):
+    controller, channel = controller_of(tree)
+    channel.take()
+    create(tree, "orders", {0: [1], 1: [2]})
+    to_leaders = {b: partitions_of(f) for b, api, f, _ in channel.take(LEADER_AND_ISR)}
+    assert set(to_leaders) == {1, 2}
+    assert to_leaders[1][("orders", 0)]["leader"] == 1 and to_leaders[1][("orders", 0)]["isr"] == [1]
+    assert to_leaders[2][("orders", 1)]["replicas"] == [2]
+    updates = channel.take(UPDATE_METADATA)
+    assert sorted(b for b, *_ in updates) == [0, 1, 2]
+    assert set(partitions_of(updates[0][2])) == {("orders", 0), ("orders", 1)}
+    assert controller.partition_states.state("orders", 0) is PartitionState.ONLINE_PARTITION
+    controller.resign()
+
+
+def test_controlled_shutdown_moves_rf1_partitions_offline_at_once(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1], 1: [2]})
+    channel.take()
+    epoch = tree.store.exists(zk.broker_id_path(1)).czxid
+    remaining = controller._controlled_shutdown(1, epoch)
+    assert remaining == []
+    state, _ = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr) == (-1, (1,))
+    assert tree.partition_state("orders", 1)[0].leader == 2
+    assert controller.partition_states.state("orders", 0) is PartitionState.OFFLINE_PARTITION
+    to_leaders = {b: partitions_of(f) for b, api, f, _ in channel.take(LEADER_AND_ISR)}
+    assert to_leaders[1][("orders", 0)]["leader"] == -1
+    controller.resign()
+
+
+def test_controlled_shutdown_moves_leadership_to_an_in_sync_replica_and_drops_the_broker_from_isrs(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0], 1: [0, 1]})
+    for index, leader in ((0, 1), (1, 0)):
+        state, version = tree.partition_state("orders", index)
+        tree.set_partition_state("orders", index, zk.LeaderAndIsr(leader, state.leader_epoch, (leader, 1 - leader), controller.epoch), version)
+    before = {index: tree.partition_state("orders", index)[0] for index in (0, 1)}
+    channel.take()
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    led, followed = tree.partition_state("orders", 0)[0], tree.partition_state("orders", 1)[0]
+    # It led partition 0: broker 0, in sync, takes over; it followed partition 1: it leaves the ISR.
+    assert (led.leader, led.isr, led.leader_epoch) == (0, (0,), before[0].leader_epoch + 1)
+    assert (followed.leader, followed.isr, followed.leader_epoch) == (0, (0,), before[1].leader_epoch + 1)
+    to_brokers = {b: partitions_of(f) for b, api, f, _ in channel.take(LEADER_AND_ISR)}
+    assert to_brokers[0][("orders", 0)]["leader"] == 0 and to_brokers[1][("orders", 0)]["leader"] == 0
+    controller.resign()
+
+
+def test_preferred_replica_election_moves_leadership_back_past_the_imbalance_threshold(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0], 1: [1, 0]})
+    for index in (0, 1):
+        state, version = tree.partition_state("orders", index)
+        tree.set_partition_state("orders", index, zk.LeaderAndIsr(0, state.leader_epoch + 1, (0, 1), controller.epoch), version)
+    channel.take()
+    moved = controller.check_leader_imbalance(10)
+    assert sorted(moved) == [("orders", 0), ("orders", 1)]
+    state, _ = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr) == (1, (0, 1))
+    assert {b for b, *_ in channel.take(LEADER_AND_ISR)} == {0, 1}
+    assert controller.check_leader_imbalance(10) == []  # balanced now
+    controller.resign()
+
+
+def test_preferred_replica_election_waits_for_the_threshold(tree):
+    controller, _ = controller_of(tree)
+    create(tree, "orders", {p: [1, 0] for p in range(10)})
+    state, version = tree.partition_state("orders", 0)
+    tree.set_partition_state("orders", 0, zk.LeaderAndIsr(0, state.leader_epoch + 1, (0, 1), controller.epoch), version)
+    # 1 of the 10 partitions broker 1 prefers is led elsewhere: 10 %, not past 10 %.
+    assert controller.check_leader_imbalance(10) == []
+    assert controller.check_leader_imbalance(9) == [("orders", 0)]
+    controller.resign()
+
+
+def answer(fields, error=0):
+    return types.SimpleNamespace(
+        error_code=error,
+        partition_errors=[
+            types.SimpleNamespace(topic_name=t["topic_name"], partition_index=p["partition_index"], error_code=error)
+            for t in fields["topic_states"]
+            for p in t["partition_states"]
+        ],
+    )
+
+
+def test_deletion_waits_for_every_replica_including_a_broker_that_was_down(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "doomed", {0: [0], 1: [1], 2: [2]})
+    tree.store.delete(zk.broker_id_path(2))  # broker 2 dies
+    channel.take()
+    tree.store.create(zk.delete_topic_path("doomed"), zk.DELETE_TOPIC_MARKER, makepath=True)
+    announced = channel.take(UPDATE_METADATA)
+    assert {p["leader"] for p in partitions_of(announced[0][2]).values()} == {-2}
+    stops = channel.take(STOP_REPLICA)
+    assert sorted(b for b, *_ in stops) == [0, 1]
+    assert all(p["delete_partition"] and p["leader_epoch"] == -2 for _, _, f, _ in stops for p in partitions_of(f).values())
+    states = controller.deletion.replica_states
+    assert states[("doomed", 2, 2)] is ReplicaState.REPLICA_DELETION_INELIGIBLE
+    for broker_id, _, fields, callback in stops:
+        callback(answer(fields))
+    assert states[("doomed", 0, 0)] is ReplicaState.REPLICA_DELETION_SUCCESSFUL
+    assert tree.topic_exists("doomed")  # broker 2 still holds its replica
+    register(tree, 2)
+    (broker_id, _, fields, callback), = channel.take(STOP_REPLICA)
+    assert broker_id == 2 and set(partitions_of(fields)) == {("doomed", 2)}
+    callback(answer(fields))
+    assert not tree.topic_exists("doomed")
+    assert tree.store.exists(zk.delete_topic_path("doomed")) is None
+    assert controller.deletion.replica_states == {}
+    controller.resign()
+
+
+def test_a_failed_replica_deletion_is_ineligible_and_tried_again_when_its_broker_returns(tree):
+    controller, channel = controller_of(tree, brokers=(0,))
+    create(tree, "doomed", {0: [0]})
+    channel.take()
+    tree.store.create(zk.delete_topic_path("doomed"), zk.DELETE_TOPIC_MARKER, makepath=True)
+    (_, _, fields, callback), = channel.take(STOP_REPLICA)
+    callback(answer(fields, error=56))  # KAFKA_STORAGE_ERROR
+    assert controller.deletion.replica_states[("doomed", 0, 0)] is ReplicaState.REPLICA_DELETION_INELIGIBLE
+    assert tree.topic_exists("doomed")
+    assert channel.take(STOP_REPLICA) == []  # not tried again while its broker stays up
+    controller.deletion.on_broker_startup([0])
+    controller.send_batch()
+    (_, _, fields, callback), = channel.take(STOP_REPLICA)
+    callback(answer(fields))
+    assert not tree.topic_exists("doomed")
+    controller.resign()
+
+
+# -- AlterPartition -------------------------------------------------------------------------------
+
+
+def alter(controller, tree, broker_id, name, index, isr, *, leader_epoch=None, partition_epoch=None, broker_epoch=None):
+    state, version = tree.partition_state(name, index)
+    topic_id = tree.load_topic(name).topic_id
+    epoch = tree.store.exists(zk.broker_id_path(broker_id)).czxid if broker_epoch is None else broker_epoch
+    change = (topic_id, index, state.leader_epoch if leader_epoch is None else leader_epoch, tuple(isr), 0,
+              version if partition_epoch is None else partition_epoch)
+    return controller._alter_partitions(broker_id, epoch, [change])[0]
+
+
+def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    channel.take()
+    _, version = tree.partition_state("orders", 0)
+    result = alter(controller, tree, 1, "orders", 0, [1, 0])
+    assert result["error_code"] == 0 and result["isr"] == [1, 0] and result["partition_epoch"] == version + 1
+    state, written_version = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr, written_version) == (1, (1, 0), version + 1)
+    updates = channel.take(UPDATE_METADATA)
+    assert sorted(b for b, *_ in updates) == [0, 1, 2]
+    assert partitions_of(updates[0][2])[("orders", 0)]["isr"] == [1, 0]
+    # Asked again with the old partition epoch: already so, answered as it is.
+    again = alter(controller, tree, 1, "orders", 0, [1, 0], partition_epoch=version)
+    assert again["error_code"] == 0 and again["partition_epoch"] == version + 1
+    controller.resign()
+
+
+@pytest.mark.parametrize(
+    ("case", "error"),
+    [
+        ("older leader epoch", 74),  # FENCED_LEADER_EPOCH
+        ("newer leader epoch", 41),  # NOT_CONTROLLER
+        ("older partition epoch", 95),  # INVALID_UPDATE_VERSION
+        ("not the leader", 42),  # INVALID_REQUEST
+        ("replica not assigned", 107),  # INELIGIBLE_REPLICA
+        ("replica down", 107),
+    ],
+)
+def test_alter_partition_refusals(tree, case, error):
+    controller, _ = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    state, version = tree.partition_state("orders", 0)
+    tree.set_partition_state("orders", 0, zk.LeaderAndIsr(1, state.leader_epoch + 1, (1,), controller.epoch), version)
+    state, version = tree.partition_state("orders", 0)
+    if case == "older leader epoch":
+        result = alter(controller, tree, 1, "orders", 0, [1, 0], leader_epoch=state.leader_epoch - 1)
+    elif case == "newer leader epoch":
+        result = alter(controller, tree, 1, "orders", 0, [1, 0], leader_epoch=state.leader_epoch + 1)
+    elif case == "older partition epoch":
+        result = alter(controller, tree, 1, "orders", 0, [1, 0], partition_epoch=version - 1)
+    elif case == "not the leader":
+        result = alter(controller, tree, 0, "orders", 0, [1, 0])
+    elif case == "replica not assigned":
+        result = alter(controller, tree, 1, "orders", 0, [1, 2])
+    else:
+        tree.store.delete(zk.broker_id_path(0))
+        result = alter(controller, tree, 1, "orders", 0, [1, 0])
+    assert result["error_code"] == error
+    assert tree.partition_state("orders", 0) == (state, version)
+    controller.resign()
+
+
+def test_alter_partition_from_an_older_registration_is_a_stale_broker_epoch(tree):
+    controller, _ = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    stale = tree.store.exists(zk.broker_id_path(1)).czxid - 1
+    with pytest.raises(Exception) as caught:
+        alter(controller, tree, 1, "orders", 0, [1, 0], broker_epoch=stale)
+    assert caught.value.error_code == 77  # STALE_BROKER_EPOCH
+    controller.resign()
