@@ -6,6 +6,7 @@ broker binds 127.0.0.1 on a free port and is stopped by PID when the test ends.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -85,4 +86,18 @@ def cluster(zookeeper_server, tmp_path, request) -> Iterator[Cluster]:
     try:
         yield made
     finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            # The brokers' own account of a failure: shown with the test's report.
+            for broker_id, process in made.brokers.items():
+                tail = "\n".join(process.log_lines[-60:])
+                sys.stderr.write(f"--- broker {broker_id}'s last log lines ---\n{tail}\n")
         made.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.report_call = report
+    return report
