@@ -169,8 +169,6 @@ def test_a_clean_stop_of_the_controller_moves_the_role_at_once(cluster):
 
 def test_a_broker_id_held_by_another_broker_is_refused_before_anything_is_loaded(cluster, tmp_path):
     cluster.start(1)
-    duplicate = cluster.broker(0, **{"log.dirs": str(tmp_path / "other")})
-    duplicate.log_dir = tmp_path / "other"
     result = subprocess.run(
         [sys.executable, "-m", "kcli", "broker", "start", "--override", "broker.id=0",
          "--override", f"zookeeper.connect={cluster.connect}", "--override", f"log.dirs={tmp_path / 'other'}",
