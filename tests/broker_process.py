@@ -100,7 +100,8 @@ class BrokerProcess:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise RuntimeError("broker did not stop within its timeout after SIGTERM")
+            tail = "\n".join(self.log_lines[-20:])
+            raise RuntimeError(f"broker did not stop within its timeout after SIGTERM; its last lines:\n{tail}")
         finally:
             self._join_reader()
 

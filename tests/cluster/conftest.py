@@ -64,8 +64,15 @@ class Cluster:
         return client
 
     def stop(self) -> None:
+        """Stop every broker, each even when stopping another failed; the first failure is raised."""
+        failures = []
         for process in self.brokers.values():
-            process.stop()
+            try:
+                process.stop()
+            except Exception as e:
+                failures.append(e)
+        if failures:
+            raise failures[0]
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.1):

@@ -297,12 +297,12 @@ class KafkaController:
         for name in self.zk_client.topic_names():
             if name in self.deletion.topics_to_delete:
                 continue
-            topic = self._load_topic(name)
+            topic = self.load_topic_or_none(name)
             if topic is not None:
                 result.extend(self._states_of(topic, topic.partitions))
         return result
 
-    def _load_topic(self, name: str) -> TopicInfo | None:
+    def load_topic_or_none(self, name: str) -> TopicInfo | None:
         try:
             return self.zk_client.load_topic(name)
         except KafkaError:
@@ -323,7 +323,7 @@ class KafkaController:
         topic leaves what was sent."""
         if self.channel is None:
             return
-        topic = self._load_topic(name)
+        topic = self.load_topic_or_none(name)
         if topic is None:
             return
         changed = [
@@ -450,7 +450,7 @@ class KafkaController:
         for name in self.zk_client.topic_names():
             if name in self.deletion.topics_to_delete:
                 continue
-            topic = self._load_topic(name)
+            topic = self.load_topic_or_none(name)
             if topic is None:
                 continue
             for index, state in topic.partitions.items():
@@ -511,7 +511,7 @@ class KafkaController:
             raise KafkaError(ErrorCode.STALE_BROKER_EPOCH)
         names = {}
         for name in self.zk_client.topic_names():
-            topic = self._load_topic(name)
+            topic = self.load_topic_or_none(name)
             if topic is not None:
                 names[topic.topic_id] = name
         results = []
@@ -599,7 +599,7 @@ class KafkaController:
         self._send_batch()
         remaining = []
         for name in self.zk_client.topic_names():
-            topic = self._load_topic(name)
+            topic = self.load_topic_or_none(name)
             if topic is not None:
                 remaining.extend((name, index) for index, state in sorted(topic.partitions.items()) if state.leader == broker_id)
         log.info("[Controller id=%d] Broker %d leaves %d partition(s) led after its controlled shutdown", self.broker_id, broker_id, len(remaining))

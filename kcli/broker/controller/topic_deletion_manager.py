@@ -80,7 +80,8 @@ class TopicDeletionManager:
 
     def _advance(self, name: str) -> None:
         controller = self.controller
-        topic = controller.zk_client.load_topic(name) if controller.zk_client.topic_exists(name) else None
+        # A topic gone, or whose znodes cannot be read (written by hand), is removed outright.
+        topic = controller.load_topic_or_none(name) if controller.zk_client.topic_exists(name) else None
         if topic is None:
             self._complete(name)
             return
