@@ -16,7 +16,9 @@ In cluster mode (``fed_by_controller``) the live brokers, the controller and the
 partition states come from the controller's UpdateMetadata (``update_metadata``, Kafka's
 MetadataCache.updateMetadata), as on a ZooKeeper-mode Kafka broker; the tree is still followed
 for what UpdateMetadata does not carry (a topic's id, assignment and configs, brokers' dynamic
-configs). A topic read from the tree comes with its partitions' states; every state carries its
+configs). Until the first UpdateMetadata arrives, the live brokers and the controller are taken
+from the tree, so a client asking right after the broker starts is not told of an empty cluster.
+A topic read from the tree comes with its partitions' states; every state carries its
 partition epoch (the state znode's version) and the cache keeps, per partition, the newer of what
 it has and what arrives, so the two sources may interleave in any order.
 """
@@ -71,6 +73,10 @@ class MetadataCache:
         # controller's UpdateMetadata; the tree is followed for topics (ids, assignment, configs)
         # and broker configs only.
         self.fed_by_controller = fed_by_controller
+        # Until the controller's first UpdateMetadata reaches it, a broker in cluster mode answers
+        # with the live brokers and the controller the tree names, so that a client asking at once
+        # is not told of a cluster without brokers or controller.
+        self._updated_by_controller = False
         self.thread = thread if thread is not None else InlineMetadataThread()
         self._lock = threading.RLock()
         self._topics: dict[str, TopicInfo] = {}
@@ -86,10 +92,7 @@ class MetadataCache:
 
     def start(self) -> None:
         """Watch the tree, then load all of it (on the metadata thread, before serving)."""
-        watched = (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS)
-        if not self.fed_by_controller:
-            watched += (zk.BROKER_IDS, zk.CONTROLLER)
-        for prefix in watched:
+        for prefix in (zk.TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, zk.BROKER_IDS, zk.CONTROLLER):
             self._unwatch.append(self.zk_client.store.watch(prefix, self._on_tree_change))
         self._broker_configs = self._read_broker_configs()
         self._brokers = self._read_brokers()
@@ -194,7 +197,7 @@ class MetadataCache:
             first = self._pending is None
             if first:
                 self._pending = _Changed()
-            self._note(self._pending, events, self.fed_by_controller)
+            self._note(self._pending, events, self.fed_by_controller, self.fed_by_controller and self._updated_by_controller)
         if first:
             self.thread.submit(self._read_pending)
 
@@ -205,15 +208,15 @@ class MetadataCache:
             self._read(changed)
 
     @staticmethod
-    def _note(changed: _Changed, events: list[ChangeEvent], fed_by_controller: bool = False) -> None:
+    def _note(changed: _Changed, events: list[ChangeEvent], fed_by_controller: bool = False, updated: bool = False) -> None:
         for event in events:
             parts = event.path.split("/")
             if event.path.startswith(BROKER_CONFIGS + "/"):
                 changed.broker_configs = True
             elif event.path.startswith(zk.BROKER_IDS + "/"):
-                changed.brokers = True
+                changed.brokers = changed.brokers or not updated
             elif event.path == zk.CONTROLLER:
-                changed.controller = True
+                changed.controller = changed.controller or not updated
             elif event.path.startswith(zk.TOPICS + "/"):
                 if len(parts) == 7 and parts[6] == "state" and event.kind is ChangeKind.CHANGED and parts[5].isdigit():
                     if not fed_by_controller:
@@ -253,10 +256,11 @@ class MetadataCache:
         return brokers
 
     def _apply_read(self, read: _Read) -> None:
-        if read.brokers is not None:
+        from_tree = not (self.fed_by_controller and self._updated_by_controller)
+        if read.brokers is not None and from_tree:
             with self._lock:
                 self._brokers = read.brokers
-        if read.controller is not None:
+        if read.controller is not None and from_tree:
             self._controller_id = read.controller[0]
         if read.broker_configs is not None:
             with self._lock:
@@ -291,6 +295,7 @@ class MetadataCache:
         Kafka's LeaderDuringDelete), each kept only when not older than the cached one."""
         with self._lock:
             self._brokers = dict(sorted(brokers.items()))
+            self._updated_by_controller = True
         self._controller_id = controller_id if controller_id >= 0 else None
         for name, (topic_id, states) in topics.items():
             previous = self.topic(name)

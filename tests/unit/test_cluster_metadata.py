@@ -746,3 +746,24 @@ def test_topic_without_state_reads_as_leaderless_when_not_controller(store):
     state = cluster.cache.topic("raw").partitions[0]
     assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (-1, (), -1, -1)
     assert cluster.cache.topic("raw").topic_id == ZERO_UUID
+
+
+def test_cluster_mode_cache_names_brokers_and_controller_from_the_tree_until_the_controller_speaks(store):
+    """A broker in cluster mode takes its brokers and controller from UpdateMetadata, as Kafka's;
+    before the first one arrives it answers with what the tree holds, not with an empty cluster."""
+    zk_client = KafkaZkClient(store)
+    zk_client.create_top_level_paths()
+    cache = MetadataCache(zk_client, fed_by_controller=True)
+    cache.start()
+    try:
+        assert cache.alive_brokers() == {} and cache.controller_id() is None
+        zk_client.register_broker(0, [zk.Endpoint("PLAINTEXT", "localhost", 9092)])
+        zk_client.register_controller_and_increment_epoch(0)
+        assert list(cache.alive_brokers()) == [0] and cache.controller_id() == 0
+        # The controller's word replaces the tree's from then on.
+        registration = zk_client.broker_registration(0)
+        cache.update_metadata(0, {0: registration, 5: registration}, {})
+        zk_client.register_broker(1, [zk.Endpoint("PLAINTEXT", "localhost", 9093)])
+        assert list(cache.alive_brokers()) == [0, 5] and cache.controller_id() == 0
+    finally:
+        cache.close()
