@@ -98,7 +98,10 @@ class MetadataCache:
         self._brokers = self._read_brokers()
         self._controller_id = self.zk_client.controller_id()
         for name in self.zk_client.topic_names():
-            self.refresh_topic(name)
+            try:
+                self.refresh_topic(name)
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)
 
     def close(self) -> None:
         for unwatch in self._unwatch:
@@ -173,13 +176,13 @@ class MetadataCache:
     def refresh_topic(self, name: str) -> TopicInfo | None:
         """Read ``name`` from the tree and apply it at once (None: the topic is gone): at start,
         and where tree reads may block (the tools and tests); requests use the async form."""
-        topic = self.zk_client.load_topic(name)
+        topic = self.zk_client.load_topic(name, self._report_malformed)
         self._apply(name, topic)
         return topic
 
     async def refresh_topic_async(self, name: str) -> TopicInfo | None:
         """Read ``name`` on the metadata thread, then apply it on the loop."""
-        topic = await self.thread.call(self.zk_client.load_topic, name)
+        topic = await self.thread.call(self.zk_client.load_topic, name, self._report_malformed)
         self._apply(name, topic)
         return topic
 
@@ -235,11 +238,21 @@ class MetadataCache:
             read.controller = (self.zk_client.controller_id(),)
         if changed.broker_configs:
             read.broker_configs = self._read_broker_configs()
+        # A znode that cannot be read is reported and skipped: the cache keeps what it had of it.
         for name in sorted(changed.topics):
-            read.topics[name] = self.zk_client.load_topic(name)
+            try:
+                read.topics[name] = self.zk_client.load_topic(name, self._report_malformed)
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)
         for name in sorted(changed.states.keys() - changed.topics):
-            read.states[name] = {p: self.zk_client.partition_state(name, p) for p in changed.states[name]}
+            try:
+                read.states[name] = {p: self.zk_client.partition_state(name, p) for p in changed.states[name]}
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)
         self.thread.to_loop(self._apply_read, read)
+
+    def _report_malformed(self, error: zk.ZNodeFormatError) -> None:
+        self.zk_client.report_malformed(error, log)
 
     def _read_broker_configs(self) -> dict[int | None, dict[str, str]]:
         configs: dict[int | None, dict[str, str]] = {None: self.zk_client.broker_configs(None)}
@@ -250,7 +263,11 @@ class MetadataCache:
     def _read_brokers(self) -> dict[int, zk.BrokerRegistration]:
         brokers = {}
         for broker_id in self.zk_client.registered_brokers():
-            registration = self.zk_client.broker_registration(broker_id)
+            try:
+                registration = self.zk_client.broker_registration(broker_id)
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)
+                continue
             if registration is not None:
                 brokers[broker_id] = registration
         return brokers

@@ -10,8 +10,9 @@ In a ZooKeeper-mode tree, a partition's epoch is the version of its state znode.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from kcli.common import uuid_to_string
@@ -46,6 +47,15 @@ def now_ms() -> int:
 class KafkaZkClient:
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
+        self._reported_malformed: set[str] = set()
+
+    def report_malformed(self, error: zk.ZNodeFormatError, logger: logging.Logger) -> None:
+        """Log a znode that holds no JSON Kafka would write there, once per content: whoever reads
+        it skips it and goes on with the rest, until it is written again."""
+        text = str(error)
+        if text not in self._reported_malformed:
+            self._reported_malformed.add(text)
+            logger.error("Skipping a malformed znode until it is written again: %s", text)
 
     def create_top_level_paths(self) -> None:
         """The persistent paths a Kafka broker creates at start-up."""
@@ -128,7 +138,7 @@ class KafkaZkClient:
             data, _ = self.store.get(zk.broker_id_path(broker_id))
         except NoNodeError:
             return None
-        return zk.decode_broker_registration(data, broker_id)
+        return _decoded(zk.broker_id_path(broker_id), zk.decode_broker_registration, data, broker_id)
 
     # -- controller -------------------------------------------------------------------------------
 
@@ -202,14 +212,14 @@ class KafkaZkClient:
             data, stat = self.store.get(zk.topic_path(name))
         except NoNodeError:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.") from None
-        return zk.decode_topic_assignment(data, name), stat
+        return _decoded(zk.topic_path(name), zk.decode_topic_assignment, data, name), stat
 
     def partition_state(self, name: str, partition: int) -> LoadedState | None:
         try:
             data, stat = self.store.get(zk.partition_state_path(name, partition))
         except NoNodeError:
             return None
-        return zk.decode_leader_and_isr(data), stat.version
+        return _decoded(zk.partition_state_path(name, partition), zk.decode_leader_and_isr, data), stat.version
 
     def topic_configs(self, name: str) -> dict[str, str]:
         try:
@@ -232,14 +242,24 @@ class KafkaZkClient:
             return []
         return sorted(int(name) for name in names if name.isdigit())
 
-    def load_topic(self, name: str) -> TopicInfo | None:
+    def load_topic(self, name: str, on_malformed_state: Callable[[zk.ZNodeFormatError], None] | None = None) -> TopicInfo | None:
         """The topic as the tree holds it now, or None; partitions without a state znode yet have
-        leader -1."""
+        leader -1. With ``on_malformed_state``, a state znode that cannot be read is handed to it
+        and its partition read as one without a state; without, the error is raised."""
         try:
             assignment, _ = self.topic_assignment(name)
         except KafkaError:
             return None
-        return self.topic_info(name, assignment, {p: self.partition_state(name, p) for p in assignment.partitions})
+        states = {}
+        for partition in assignment.partitions:
+            try:
+                states[partition] = self.partition_state(name, partition)
+            except zk.ZNodeFormatError as e:
+                if on_malformed_state is None:
+                    raise
+                on_malformed_state(e)
+                states[partition] = None
+        return self.topic_info(name, assignment, states)
 
     def topic_info(
         self, name: str, assignment: zk.TopicAssignment, states: Mapping[int, LoadedState | None]
@@ -315,6 +335,14 @@ class KafkaZkClient:
             if stat is not None and stat.ctime < horizon:
                 expired.append(path)
         return expired
+
+
+def _decoded(path: str, decode, data: bytes, *args):
+    """``decode(data, *args)``, a ``ZNodeFormatError`` naming the znode's path."""
+    try:
+        return decode(data, *args)
+    except zk.ZNodeFormatError as e:
+        raise zk.ZNodeFormatError(f"{path}: {e}") from None
 
 
 def partition_creation_ops(name: str, partitions: Mapping[int, PartitionState]) -> list[Op]:

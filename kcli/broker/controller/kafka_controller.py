@@ -274,6 +274,9 @@ class KafkaController:
                 stat = store.exists(zk.broker_id_path(broker_id))
             except KafkaError:
                 continue
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)
+                continue
             if registration is None or stat is None or not registration.endpoints:
                 continue
             endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == self.inter_broker_listener), registration.endpoints[0])
@@ -303,9 +306,13 @@ class KafkaController:
         return result
 
     def load_topic_or_none(self, name: str) -> TopicInfo | None:
+        """The topic as the tree holds it; None when it is gone, or cannot be read (reported)."""
         try:
-            return self.zk_client.load_topic(name)
+            return self.zk_client.load_topic(name, on_malformed_state=lambda e: self.zk_client.report_malformed(e, log))
         except KafkaError:
+            return None
+        except zk.ZNodeFormatError as e:
+            self.zk_client.report_malformed(e, log)
             return None
 
     @staticmethod
@@ -356,8 +363,13 @@ class KafkaController:
             assignment, stat = self.zk_client.topic_assignment(name)
         except KafkaError:
             return
+        except zk.ZNodeFormatError as e:
+            self.zk_client.report_malformed(e, log)
+            return
         try:
             self._write_leaders(name, assignment, stat)
+        except zk.ZNodeFormatError as e:
+            self.zk_client.report_malformed(e, log)
         finally:
             self._publish(name)
 
@@ -373,7 +385,11 @@ class KafkaController:
         if store.exists(zk.topic_partitions_path(name)) is None:
             ops.append(CreateOp(zk.topic_partitions_path(name)))
         for partition, replicas in assignment.partitions.items():
-            loaded = self.zk_client.partition_state(name, partition)
+            try:
+                loaded = self.zk_client.partition_state(name, partition)
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)  # that partition waits; the others go on
+                continue
             if loaded is None:
                 # NewPartition -> OnlinePartition: the first live replica leads, alone in the ISR
                 # until replication exists.
