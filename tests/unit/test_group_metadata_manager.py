@@ -195,7 +195,7 @@ class _Partitions:
 
 
 def _hosted(tmp_path, partition=3, **config):
-    from kcli.broker.replica_manager import Partition
+    from kcli.broker.partition import Partition
     from kcli.storage.log_config import LogConfig
 
     log = Log.open(tmp_path / f"__consumer_offsets-{partition}", LogConfig(cleanup_policy=("compact",), **config))
