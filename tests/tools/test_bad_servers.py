@@ -139,14 +139,16 @@ INVOCATIONS: dict[str, tuple[list[str], str]] = {
     "stats": (["stats", "--bootstrap-server", "{server}", "--topic", "t"], None),
     "mirror": (["mirror", "--source-bootstrap-server", "{server}", "--target-bootstrap-server", "{server}", "--topic", "t", "--checkpoint", "{tmp}/cp"], None),
     "transactions": (["transactions", "--bootstrap-server", "{server}", "--command-config", "{config}", "list"], "request.timeout.ms"),
+    "consumer-offsets": (["consumer-offsets", "export", "--from", "kafka", "--bootstrap-server", "{server}", "--command-config", "{config}"], "request.timeout.ms"),
 }
 # stats and mirror (the source) have no client setting: a silent server is given Kafka's default
 # request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
 WITH_TIMEOUT = [name for name, (_args, setting) in INVOCATIONS.items() if setting is not None]
 # Commands that never reach a broker: they run processes, or speak ZooKeeper's protocol (their
 # unreachable-ZooKeeper cases are in test_zookeeper_shell.py, test_cluster_command.py and
-# test_topics_zookeeper.py).
-OFFLINE = {"broker", "dump-log-segments", "zookeeper", "zookeeper-shell", "cluster"}
+# test_topics_zookeeper.py; consumer-offset-checker finds its brokers in ZooKeeper, and
+# test_consumer_offsets.py has the unreachable-ZooKeeper case of that path).
+OFFLINE = {"broker", "dump-log-segments", "zookeeper", "zookeeper-shell", "cluster", "consumer-offset-checker"}
 
 
 def _expand(args: list[str], server: str, config: str, tmp: Path) -> list[str]:
