@@ -154,6 +154,7 @@ class Broker:
         await thread.call(self._register)
         store.on_new_session(lambda: thread.submit(self._on_new_session))
         await thread.call(self.controller.startup)
+        await self.metadata.refresh_cluster_async()
         if not self.cluster_mode:
             for topic in self.metadata.topics().values():
                 self._host_topic(topic)

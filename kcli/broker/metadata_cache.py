@@ -229,8 +229,18 @@ class MetadataCache:
             elif event.path.startswith(TOPIC_CONFIGS + "/") and len(parts) == 4:
                 changed.topics.add(parts[3])
 
+    async def refresh_cluster_async(self) -> None:
+        """Read the live brokers and the controller on the metadata thread and apply them on the
+        loop (until the controller's UpdateMetadata takes over): at the end of a broker's start,
+        so that its first answers name it and the controller it just saw elected, whenever the
+        store's watches report them."""
+        self._apply_read(await self.thread.call(self._read_now, _Changed(brokers=True, controller=True)))
+
     def _read(self, changed: _Changed) -> None:
         """On the metadata thread: the tree's current state of what changed, handed to the loop."""
+        self.thread.to_loop(self._apply_read, self._read_now(changed))
+
+    def _read_now(self, changed: _Changed) -> _Read:
         read = _Read()
         if changed.brokers:
             read.brokers = self._read_brokers()
@@ -249,7 +259,7 @@ class MetadataCache:
                 read.states[name] = {p: self.zk_client.partition_state(name, p) for p in changed.states[name]}
             except zk.ZNodeFormatError as e:
                 self.zk_client.report_malformed(e, log)
-        self.thread.to_loop(self._apply_read, read)
+        return read
 
     def _report_malformed(self, error: zk.ZNodeFormatError) -> None:
         self.zk_client.report_malformed(error, log)
