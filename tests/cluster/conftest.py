@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,29 @@ class Cluster:
                 failures.append(e)
         if failures:
             raise failures[0]
+
+
+@contextmanager
+def running_cluster(zookeeper_server, root: Path, label: str, brokers: int = 1) -> Iterator[Cluster]:
+    """``brokers`` brokers on a chroot of their own (``/<label>-<random>``), stopped on exit: for
+    the tool tests that share one cluster per module."""
+    made = Cluster(zookeeper_server, f"/{label}-{uuid.uuid4().hex[:6]}", root)
+    try:
+        made.start(brokers)
+        yield made
+    finally:
+        made.stop()
+
+
+@contextmanager
+def zk_session(cluster: Cluster) -> Iterator[KazooClient]:
+    """A kazoo session on the cluster's chroot, closed on exit."""
+    client = cluster.zk()
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.1):

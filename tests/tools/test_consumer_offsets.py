@@ -19,27 +19,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import Cluster, running_cluster, zk_session
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper_server, tmp_path_factory):
-    made = Cluster(zookeeper_server, f"/consumer-offsets-{uuid.uuid4().hex[:6]}", tmp_path_factory.mktemp("cluster"))
-    try:
-        made.start(1)
+    with running_cluster(zookeeper_server, tmp_path_factory.mktemp("cluster"), "consumer-offsets") as made:
         yield made
-    finally:
-        made.stop()
 
 
 @pytest.fixture
 def zk(cluster):
-    client = cluster.zk()
-    try:
+    with zk_session(cluster) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def name(label: str) -> str:

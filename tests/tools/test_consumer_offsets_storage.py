@@ -25,29 +25,21 @@ from kcli.client.consumer import Consumer, TopicPartition
 from kcli.client.network_client import NetworkClient
 from kcli.client.zookeeper_offsets import newest
 from kcli.errors import KcliError
-from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import Cluster, running_cluster, zk_session
 
 FAST_GROUP = {"heartbeat.interval.ms": "100", "session.timeout.ms": "6000", "enable.auto.commit": "false", "auto.offset.reset": "earliest"}
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper_server, tmp_path_factory):
-    made = Cluster(zookeeper_server, f"/offsets-storage-{uuid.uuid4().hex[:6]}", tmp_path_factory.mktemp("cluster"))
-    try:
-        made.start(1)
+    with running_cluster(zookeeper_server, tmp_path_factory.mktemp("cluster"), "offsets-storage") as made:
         yield made
-    finally:
-        made.stop()
 
 
 @pytest.fixture
 def zk(cluster):
-    client = cluster.zk()
-    try:
+    with zk_session(cluster) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def topic_with(cluster: Cluster, records: int) -> str:

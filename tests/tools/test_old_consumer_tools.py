@@ -19,19 +19,15 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import running_cluster
 
 NOTE = "Note: This will only show information about consumers that use ZooKeeper (not those using the Java consumer API)."
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper_server, tmp_path_factory):
-    made = Cluster(zookeeper_server, f"/old-tools-{uuid.uuid4().hex[:6]}", tmp_path_factory.mktemp("cluster"))
-    try:
-        made.start(1)
+    with running_cluster(zookeeper_server, tmp_path_factory.mktemp("cluster"), "old-tools") as made:
         yield made
-    finally:
-        made.stop()
 
 
 @pytest.fixture(scope="module")
