@@ -86,8 +86,13 @@ class ClusterLayout:
         }
 
     def server_properties(self, broker_id: int) -> dict[str, str]:
-        """The seeds' config/server-N.properties: what differs from one broker to the next."""
+        """The seeds' config/server-N.properties: a copy of Kafka's config/server.properties (so the
+        internal topics have one replica, as in the quickstart) with what differs from one broker
+        to the next."""
+        from kcli.broker.broker_config import STOCK_SERVER_PROPERTIES
+
         return {
+            **STOCK_SERVER_PROPERTIES,
             "broker.id": str(broker_id),
             "listeners": f"PLAINTEXT://{HOST}:{self.broker_port(broker_id)}",
             "log.dirs": str(self.root / f"kafka-logs{broker_id}"),

@@ -325,3 +325,17 @@ def test_a_child_that_cannot_start_is_one_line_with_the_end_of_its_log(tmp_path)
     ), completed.stderr
     assert completed.stdout == ""
     assert not (tmp_path / "kafka-logs0").exists()  # no broker was started
+
+
+def test_each_broker_config_is_a_copy_of_kafkas_server_properties_as_the_quickstart_makes_them(tmp_path):
+    """The seeds copy config/server.properties to server-N.properties: a single broker's cluster
+    must still get its internal topics (one replica), or no group could ever commit."""
+    from kcli.tools.cluster_runner import ClusterLayout
+
+    properties = ClusterLayout(brokers=1, zookeeper_port=2181, base_port=9092, directory=str(tmp_path)).server_properties(0)
+    assert properties["offsets.topic.replication.factor"] == "1"
+    assert properties["transaction.state.log.replication.factor"] == "1"
+    assert properties["transaction.state.log.min.isr"] == "1"
+    assert properties["group.initial.rebalance.delay.ms"] == "0"
+    assert properties["broker.id"] == "0" and properties["listeners"] == "PLAINTEXT://127.0.0.1:9092"
+    assert properties["log.dirs"] == str(tmp_path / "kafka-logs0")
