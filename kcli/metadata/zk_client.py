@@ -138,7 +138,7 @@ class KafkaZkClient:
             data, _ = self.store.get(zk.broker_id_path(broker_id))
         except NoNodeError:
             return None
-        return _decoded(zk.broker_id_path(broker_id), zk.decode_broker_registration, data, broker_id)
+        return decoded(zk.broker_id_path(broker_id), zk.decode_broker_registration, data, broker_id)
 
     # -- controller -------------------------------------------------------------------------------
 
@@ -162,18 +162,20 @@ class KafkaZkClient:
         except NodeExistsError:
             return self.controller_epoch()
 
-    def register_controller_and_increment_epoch(self, broker_id: int) -> int:
+    def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int]:
         """Create ``/controller`` and bump ``/controller_epoch`` in one transaction, conditional on
-        the epoch's version; ``NodeExistsError`` or ``BadVersionError`` when another broker won."""
+        the epoch's version; ``NodeExistsError`` or ``BadVersionError`` when another broker won.
+        Returns the new epoch and ``/controller_epoch``'s new version (the controller's later
+        writes check it)."""
         epoch, version = self.controller_epoch()
         registration = zk.ControllerRegistration(broker_id=broker_id, timestamp=now_ms())
-        self.store.multi(
+        results = self.store.multi(
             [
                 CreateOp(zk.CONTROLLER, zk.encode_controller(registration), ephemeral=True),
                 SetDataOp(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(epoch + 1), version),
             ]
         )
-        return epoch + 1
+        return epoch + 1, results[1].version
 
     def enable_feature_versioning(self) -> None:
         """``/feature`` as a Kafka 2.8 controller leaves it on election (IBP 2.7+): created enabled
@@ -212,14 +214,14 @@ class KafkaZkClient:
             data, stat = self.store.get(zk.topic_path(name))
         except NoNodeError:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.") from None
-        return _decoded(zk.topic_path(name), zk.decode_topic_assignment, data, name), stat
+        return decoded(zk.topic_path(name), zk.decode_topic_assignment, data, name), stat
 
     def partition_state(self, name: str, partition: int) -> LoadedState | None:
         try:
             data, stat = self.store.get(zk.partition_state_path(name, partition))
         except NoNodeError:
             return None
-        return _decoded(zk.partition_state_path(name, partition), zk.decode_leader_and_isr, data), stat.version
+        return decoded(zk.partition_state_path(name, partition), zk.decode_leader_and_isr, data), stat.version
 
     def topic_configs(self, name: str) -> dict[str, str]:
         try:
@@ -337,7 +339,7 @@ class KafkaZkClient:
         return expired
 
 
-def _decoded(path: str, decode, data: bytes, *args):
+def decoded(path: str, decode, data: bytes, *args):
     """``decode(data, *args)``, a ``ZNodeFormatError`` naming the znode's path."""
     try:
         return decode(data, *args)

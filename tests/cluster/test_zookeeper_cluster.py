@@ -7,13 +7,14 @@ real libraries; failures are real kill -9 and SIGTERM of broker processes.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.conftest import wait_until
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_until
 
 
 def metadata(bootstrap: str, topic: str | None = None):
@@ -147,6 +148,49 @@ def test_killing_the_controller_elects_another_and_takes_its_partitions_offline_
         values = consume(cluster.bootstrap, "orders", 120, "after-restart")
         assert sorted(values) == sorted(b"value-%d" % i for i in range(120))
     finally:
+        zk.stop()
+        zk.close()
+
+
+def test_a_controller_paused_past_its_session_is_deposed_and_rejoins_as_a_broker(cluster):
+    """SIGSTOP of the controller: the others elect a new one when its session expires, and a
+    broker dies meanwhile, so the paused controller wakes to a cluster that changed without it.
+    Its writes carry the old /controller_epoch version and are refused; it re-registers and
+    follows the new controller."""
+    cluster.start(3)
+    zk = cluster.zk()
+    first = json.loads(zk.get("/controller")[0])["brokerid"]
+    paused = cluster.brokers[first]
+    try:
+        create_topic(cluster.brokers[(first + 1) % 3].bootstrap, "orders", 6)
+        placed = wait_until(lambda: (lambda l: l if -1 not in l.values() else None)(leaders(cluster.bootstrap, "orders")))
+        produce(cluster.bootstrap, "orders", 60)
+        epoch = int(zk.get("/controller_epoch")[0])
+        paused.process.send_signal(signal.SIGSTOP)
+        second = wait_until(lambda: (lambda c: c if c not in (None, first) else None)(
+            zk.exists("/controller") and json.loads(zk.get("/controller")[0])["brokerid"]), timeout=SESSION_TIMEOUT_MS / 1000 + 30)
+        assert int(zk.get("/controller_epoch")[0]) == epoch + 1
+        third = ({0, 1, 2} - {first, second}).pop()
+        cluster.brokers[third].kill()
+        wait_until(lambda: str(third) not in zk.get_children("/brokers/ids"))
+        paused.process.send_signal(signal.SIGCONT)
+        # It registers again with a new session and the new controller brings its partitions back.
+        wait_until(lambda: str(first) in zk.get_children("/brokers/ids"), timeout=SESSION_TIMEOUT_MS / 1000 + 30)
+        live = ",".join(cluster.brokers[b].bootstrap for b in (first, second))
+        expected = {p: (-1 if leader == third else leader) for p, leader in placed.items()}
+        assert wait_until(lambda: leaders(live, "orders") == expected)
+        assert json.loads(zk.get("/controller")[0])["brokerid"] == second
+        assert int(zk.get("/controller_epoch")[0]) == epoch + 1
+        for partition in range(6):
+            state = json.loads(zk.get(f"/brokers/topics/orders/partitions/{partition}/state")[0])
+            assert state["controller_epoch"] <= epoch + 1
+        assert paused.process.poll() is None
+        cluster.brokers[third].restart()
+        assert wait_until(lambda: leaders(cluster.bootstrap, "orders") == placed)
+        values = consume(cluster.bootstrap, "orders", 60, "after-pause")
+        assert sorted(values) == sorted(b"value-%d" % i for i in range(60))
+    finally:
+        paused.process.send_signal(signal.SIGCONT)
         zk.stop()
         zk.close()
 

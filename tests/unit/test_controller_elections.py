@@ -16,7 +16,7 @@ import pytest
 from kcli.broker.controller import leader_selectors as selectors
 from kcli.broker.controller.kafka_controller import KafkaController
 from kcli.broker.controller.partition_state import PartitionState, PartitionStateMachine
-from kcli.broker.controller.replica_state import ReplicaState
+from kcli.broker.controller.replica_state import ReplicaState, ReplicaStateMachine
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.embedded import EmbeddedStore
@@ -176,8 +176,7 @@ def test_controlled_shutdown_moves_leadership_to_an_in_sync_replica_and_drops_th
     controller, channel = controller_of(tree)
     create(tree, "orders", {0: [1, 0], 1: [0, 1]})
     for index, leader in ((0, 1), (1, 0)):
-        state, version = tree.partition_state("orders", index)
-        tree.set_partition_state("orders", index, zk.LeaderAndIsr(leader, state.leader_epoch, (leader, 1 - leader), controller.epoch), version)
+        controller.update_partition_state("orders", index, leader=leader, isr=(leader, 1 - leader))
     before = {index: tree.partition_state("orders", index)[0] for index in (0, 1)}
     channel.take()
     assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
@@ -194,8 +193,7 @@ def test_preferred_replica_election_moves_leadership_back_past_the_imbalance_thr
     controller, channel = controller_of(tree)
     create(tree, "orders", {0: [1, 0], 1: [1, 0]})
     for index in (0, 1):
-        state, version = tree.partition_state("orders", index)
-        tree.set_partition_state("orders", index, zk.LeaderAndIsr(0, state.leader_epoch + 1, (0, 1), controller.epoch), version)
+        controller.update_partition_state("orders", index, leader=0, isr=(0, 1))
     channel.take()
     moved = controller.check_leader_imbalance(10)
     assert sorted(moved) == [("orders", 0), ("orders", 1)]
@@ -209,8 +207,7 @@ def test_preferred_replica_election_moves_leadership_back_past_the_imbalance_thr
 def test_preferred_replica_election_waits_for_the_threshold(tree):
     controller, _ = controller_of(tree)
     create(tree, "orders", {p: [1, 0] for p in range(10)})
-    state, version = tree.partition_state("orders", 0)
-    tree.set_partition_state("orders", 0, zk.LeaderAndIsr(0, state.leader_epoch + 1, (0, 1), controller.epoch), version)
+    controller.update_partition_state("orders", 0, leader=0, isr=(0, 1))
     # 1 of the 10 partitions broker 1 prefers is led elsewhere: 10 %, not past 10 %.
     assert controller.check_leader_imbalance(10) == []
     assert controller.check_leader_imbalance(9) == [("orders", 0)]
@@ -239,11 +236,11 @@ def test_deletion_waits_for_every_replica_including_a_broker_that_was_down(tree)
     stops = channel.take(STOP_REPLICA)
     assert sorted(b for b, *_ in stops) == [0, 1]
     assert all(p["delete_partition"] and p["leader_epoch"] == -2 for _, _, f, _ in stops for p in partitions_of(f).values())
-    states = controller.deletion.replica_states
-    assert states[("doomed", 2, 2)] is ReplicaState.REPLICA_DELETION_INELIGIBLE
+    states = controller.replica_states
+    assert states.state(("doomed", 2, 2)) is ReplicaState.REPLICA_DELETION_INELIGIBLE
     for broker_id, _, fields, callback in stops:
         callback(answer(fields))
-    assert states[("doomed", 0, 0)] is ReplicaState.REPLICA_DELETION_SUCCESSFUL
+    assert states.state(("doomed", 0, 0)) is ReplicaState.REPLICA_DELETION_SUCCESSFUL
     assert tree.topic_exists("doomed")  # broker 2 still holds its replica
     register(tree, 2)
     (broker_id, _, fields, callback), = channel.take(STOP_REPLICA)
@@ -251,7 +248,8 @@ def test_deletion_waits_for_every_replica_including_a_broker_that_was_down(tree)
     callback(answer(fields))
     assert not tree.topic_exists("doomed")
     assert tree.store.exists(zk.delete_topic_path("doomed")) is None
-    assert controller.deletion.replica_states == {}
+    assert controller.replica_states.topic_replicas("doomed") == {}  # NonExistentReplica
+    assert controller.partition_states.state("doomed", 0) is PartitionState.NON_EXISTENT_PARTITION
     controller.resign()
 
 
@@ -262,7 +260,7 @@ def test_a_failed_replica_deletion_is_ineligible_and_tried_again_when_its_broker
     tree.store.create(zk.delete_topic_path("doomed"), zk.DELETE_TOPIC_MARKER, makepath=True)
     (_, _, fields, callback), = channel.take(STOP_REPLICA)
     callback(answer(fields, error=56))  # KAFKA_STORAGE_ERROR
-    assert controller.deletion.replica_states[("doomed", 0, 0)] is ReplicaState.REPLICA_DELETION_INELIGIBLE
+    assert controller.replica_states.state(("doomed", 0, 0)) is ReplicaState.REPLICA_DELETION_INELIGIBLE
     assert tree.topic_exists("doomed")
     assert channel.take(STOP_REPLICA) == []  # not tried again while its broker stays up
     controller.deletion.on_broker_startup([0])
@@ -317,8 +315,7 @@ def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker(tree)
 def test_alter_partition_refusals(tree, case, error):
     controller, _ = controller_of(tree)
     create(tree, "orders", {0: [1, 0]})
-    state, version = tree.partition_state("orders", 0)
-    tree.set_partition_state("orders", 0, zk.LeaderAndIsr(1, state.leader_epoch + 1, (1,), controller.epoch), version)
+    controller.update_partition_state("orders", 0, bump_leader_epoch=True)
     state, version = tree.partition_state("orders", 0)
     if case == "older leader epoch":
         result = alter(controller, tree, 1, "orders", 0, [1, 0], leader_epoch=state.leader_epoch - 1)
@@ -345,4 +342,118 @@ def test_alter_partition_from_an_older_registration_is_a_stale_broker_epoch(tree
     with pytest.raises(Exception) as caught:
         alter(controller, tree, 1, "orders", 0, [1, 0], broker_epoch=stale)
     assert caught.value.error_code == 77  # STALE_BROKER_EPOCH
+    controller.resign()
+
+
+# -- replica states ---------------------------------------------------------------------------------
+
+
+def test_replica_states_follow_kafkas_transitions():
+    machine = ReplicaStateMachine(0)
+    replica = ("t", 0, 1)
+    assert machine.state(replica) is ReplicaState.NON_EXISTENT_REPLICA
+    assert machine.transition([replica], ReplicaState.ONLINE_REPLICA) == []  # not created yet
+    assert machine.transition([replica], ReplicaState.NEW_REPLICA) == [replica]
+    assert machine.transition([replica], ReplicaState.REPLICA_DELETION_STARTED) == []  # only from offline
+    assert machine.transition([replica], ReplicaState.ONLINE_REPLICA) == [replica]
+    assert machine.transition([replica], ReplicaState.NEW_REPLICA) == []
+    assert machine.transition([replica], ReplicaState.OFFLINE_REPLICA) == [replica]
+    assert machine.transition([replica], ReplicaState.REPLICA_DELETION_STARTED) == [replica]
+    assert machine.transition([replica], ReplicaState.NON_EXISTENT_REPLICA) == []  # only once deleted
+    assert machine.transition([replica], ReplicaState.REPLICA_DELETION_INELIGIBLE) == [replica]
+    assert machine.transition([replica], ReplicaState.OFFLINE_REPLICA) == [replica]  # its broker is back
+    assert machine.transition([replica], ReplicaState.REPLICA_DELETION_STARTED) == [replica]
+    assert machine.transition([replica], ReplicaState.REPLICA_DELETION_SUCCESSFUL) == [replica]
+    assert machine.transition([replica], ReplicaState.NON_EXISTENT_REPLICA) == [replica]
+    assert machine.states == {}
+
+
+def test_replicas_go_online_on_creation_offline_when_their_broker_dies_and_online_when_it_returns(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 2], 1: [2, 0]})
+    states = controller.replica_states
+    assert {r: s for r, s in states.topic_replicas("orders").items()} == {
+        ("orders", 0, 1): ReplicaState.ONLINE_REPLICA, ("orders", 0, 2): ReplicaState.ONLINE_REPLICA,
+        ("orders", 1, 2): ReplicaState.ONLINE_REPLICA, ("orders", 1, 0): ReplicaState.ONLINE_REPLICA,
+    }
+    channel.take()
+    tree.store.delete(zk.broker_id_path(2))  # broker 2 dies: it led partition 1, alone in its ISR
+    assert states.state(("orders", 0, 2)) is ReplicaState.OFFLINE_REPLICA
+    assert states.state(("orders", 1, 2)) is ReplicaState.OFFLINE_REPLICA
+    assert states.state(("orders", 0, 1)) is ReplicaState.ONLINE_REPLICA
+    assert controller.partition_states.state("orders", 1) is PartitionState.OFFLINE_PARTITION
+    updates = channel.take(UPDATE_METADATA)
+    assert {partitions_of(f)[("orders", 1)]["leader"] for _, _, f, _ in updates} == {-1}
+    assert partitions_of(updates[0][2])[("orders", 0)]["offline_replicas"] == [2]
+    register(tree, 2)  # and comes back: its partition leads again, its replicas are told
+    assert states.state(("orders", 0, 2)) is ReplicaState.ONLINE_REPLICA
+    assert tree.partition_state("orders", 1)[0].leader == 2
+    assert controller.partition_states.state("orders", 1) is PartitionState.ONLINE_PARTITION
+    to_2 = [partitions_of(f) for b, _, f, _ in channel.take(LEADER_AND_ISR) if b == 2]
+    assert {("orders", 0), ("orders", 1)} <= set().union(*to_2)
+    controller.resign()
+
+
+class CountingStore:
+    """The embedded tree, counting the reads made through it."""
+
+    def __init__(self, store):
+        self._store = store
+        self.reads = 0
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def get(self, path):
+        self.reads += 1
+        return self._store.get(path)
+
+    def get_many(self, paths):
+        self.reads += len(paths)
+        return self._store.get_many(paths)
+
+
+def test_a_broker_failure_is_decided_on_the_controllers_copy_of_the_cluster(tree):
+    counting = CountingStore(tree.store)
+    client = KafkaZkClient(counting)
+    for broker_id in (0, 1, 2):
+        register(client, broker_id)
+    controller = KafkaController(client, 0, channel=RecordingChannel())
+    controller.elect()
+    create(client, "wide", {p: [p % 3] for p in range(300)})
+    counting.reads = 0
+    client.store.delete(zk.broker_id_path(1))
+    # The registrations are read again; the 300 partition states are not.
+    assert 0 < counting.reads < 10
+    assert sum(1 for p in range(300) if client.partition_state("wide", p)[0].leader == -1) == 100
+    controller.resign()
+
+
+def test_a_controller_whose_epoch_moved_on_resigns_without_writing(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1]})
+    # Another broker is elected while this one still believes it is the controller (a zombie).
+    tree.store.delete(zk.CONTROLLER)
+    rival = KafkaController(tree, 2, channel=RecordingChannel())
+    assert rival.elect() == controller.epoch + 1
+    before = tree.partition_state("orders", 0)
+    tree.store.delete(zk.broker_id_path(1))  # the zombie hears of it too, and would take orders-0 offline
+    assert not controller.active
+    assert tree.partition_state("orders", 0)[0].controller_epoch == rival.epoch  # the rival's write
+    assert before[0].controller_epoch == controller.epoch
+    rival.resign()
+
+
+def test_a_new_controller_reads_every_partition_once(tree):
+    counting = CountingStore(tree.store)
+    client = KafkaZkClient(counting)
+    for broker_id in (0, 1):
+        register(client, broker_id)
+    AdminZkClient(client, rng=random.Random(1)).create_topic("wide", assignment={p: [p % 2] for p in range(200)})
+    counting.reads = 0
+    controller = KafkaController(client, 0, channel=RecordingChannel())
+    controller.elect()
+    # 200 states, the topic, the registrations and the controller's own znodes; nothing twice.
+    assert 200 < counting.reads < 220
+    assert len(controller.context.leadership) == 200
     controller.resign()

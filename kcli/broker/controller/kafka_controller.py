@@ -1,26 +1,33 @@
-"""The controller role: election, partition leadership, topic deletion, partition state writes.
+"""The controller role: election, partition and replica state changes, and what brokers are told.
 
 One broker at a time is the controller: the one that created the ephemeral ``/controller`` znode,
 in the same transaction that bumped ``/controller_epoch`` (conditional on its version, so two
 brokers cannot both win an epoch). Every broker runs for it at start and again whenever
-``/controller`` goes away. The epoch fences a deposed controller's writes: every partition state
-it writes carries it. Its tree reads and writes run on the broker's metadata thread.
+``/controller`` goes away. Every write the controller makes is one transaction that also checks
+``/controller_epoch``'s version, as Kafka 2.8's controller does: a deposed controller's writes
+fail, and it resigns. Everything it does runs on the broker's metadata thread, one event at a
+time; the tree's watches only queue events.
 
-While active, the controller follows ``/brokers/topics``, ``/admin/delete_topics`` and
-``/brokers/ids``:
+When elected it reads the whole cluster once, pipelined, into its ``ControllerContext``, and from
+then on decides on that copy, keeping it current from its watches and its own writes. It follows
+``/brokers/ids``, ``/brokers/topics`` and ``/admin/delete_topics``:
 
-* a topic created by writing only ``/brokers/topics/T`` (ZooKeeper-era tools) gets a topic id and
-  its partitions' first state, as Kafka's controller moves new partitions online;
-* when a broker fails, the partitions it led elect another live replica of their ISR, or go
-  offline (leader -1); when a broker starts, offline partitions it can lead come back online;
-* a topic marked under ``/admin/delete_topics/T`` is deleted with its partitions and config.
+* a new topic or partition (written by an admin request with its first state, or by a
+  ZooKeeper-era tool without one) goes NewPartition -> OnlinePartition: the first live replica
+  leads, alone in the ISR until replication exists; a topic written without an id gets one;
+* when a broker fails (onBrokerFailure) the partitions it led elect another live replica of their
+  ISR (OfflinePartitionLeaderElection; unclean election disabled), or go offline (leader -1), and
+  its replicas go OfflineReplica, leaving the ISRs they were in;
+* when a broker starts (onBrokerStartup) its replicas go OnlineReplica and offline partitions it
+  can lead come back online;
+* a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``).
 
 With a channel (cluster mode, ``channel_manager``) the controller tells brokers what it decided,
-batched per event (``request_batch``), as Kafka's controller does: LeaderAndIsr to the replicas
-of every partition whose state it wrote, UpdateMetadata to every live broker; on becoming
-controller, every partition's state to its replicas and the whole cluster to every broker; to a
-broker that starts, the partitions it holds and the whole cluster. A broker stopping cleanly asks
-first (ControlledShutdown, ``controlled_shutdown``): its partitions move to another live in-sync
+batched per event (``request_batch``), as Kafka's controller does: LeaderAndIsr to the replicas of
+every partition whose state it wrote, UpdateMetadata to every live broker; on becoming controller,
+every partition's state to its replicas and the whole cluster to every broker; to a broker that
+starts, the partitions it holds and the whole cluster. A broker stopping cleanly asks first
+(ControlledShutdown, ``controlled_shutdown``): its partitions move to another live in-sync
 replica, or go offline at once.
 """
 
@@ -28,21 +35,33 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from kcli.broker.controller import leader_selectors
-from kcli.broker.controller.partition_state import PartitionStateMachine
+from kcli.broker.controller.controller_context import ControllerContext, TopicPartition, read_topics
+from kcli.broker.controller.partition_state import PartitionState, PartitionStateMachine
+from kcli.broker.controller.replica_state import ReplicaState, ReplicaStateMachine
+from kcli.broker.controller.request_batch import ControllerBrokerRequestBatch, LiveBroker
 from kcli.broker.controller.topic_deletion_manager import TopicDeletionManager
-from kcli.broker.controller.request_batch import ControllerBrokerRequestBatch, LiveBroker, TopicPartitionState
 from kcli.broker.metadata_thread import InlineMetadataThread
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
-from kcli.metadata.store import BadVersionError, ChangeEvent, ChangeKind, CreateOp, DeleteOp, NodeExistsError, NoNodeError, Op, SetDataOp
-from kcli.metadata.topics import PartitionState, TopicInfo, random_uuid
-from kcli.metadata.zk_client import KafkaZkClient, LoadedState
+from kcli.metadata.store import (
+    BadVersionError, ChangeEvent, ChangeKind, CheckOp, CreateOp, DeleteOp, NodeExistsError, NoNodeError,
+    Op, SetDataOp,
+)
+from kcli.metadata.topics import random_uuid
+from kcli.metadata.zk_client import KafkaZkClient, LoadedState, decoded
 
 log = logging.getLogger("kcli.broker.controller")
+
+# How a partition's leader is chosen, by reason (Kafka's PartitionLeaderElectionStrategy).
+OFFLINE, CONTROLLED_SHUTDOWN, PREFERRED = "offline", "controlled-shutdown", "preferred"
+
+
+class ControllerMovedError(Exception):
+    """``/controller_epoch`` moved past this controller's epoch: another broker is controller."""
 
 
 class KafkaController:
@@ -58,23 +77,24 @@ class KafkaController:
         self.zk_client = zk_client
         self.thread = thread if thread is not None else InlineMetadataThread()
         self.broker_id = broker_id
-        self.epoch = 0
         self.active = False
         self._lock = threading.RLock()
         self._unwatch: list[Callable[[], None]] = []
         self._unwatch_controller: Callable[[], None] | None = None
-        self._live: dict[int, LiveBroker] = {}
-        self._shutting_down: set[int] = set()
         self._pending: list[ChangeEvent] = []
         # None: no brokers to tell (the embedded single-process mode, the tools).
         self.channel = channel
         self.inter_broker_listener = inter_broker_listener.upper()
         self._batch = ControllerBrokerRequestBatch(broker_id, channel)
-        # (topic, partition) -> (topic id, partition epoch) of the state last sent to the brokers.
-        self._published: dict[tuple[str, int], tuple] = {}
+        self.context = ControllerContext()
+        self.partition_states = PartitionStateMachine(broker_id)
+        self.replica_states = ReplicaStateMachine(broker_id)
         # With a channel, deletions go through the brokers (StopReplica); without, at once.
         self.deletion = TopicDeletionManager(self)
-        self.partition_states = PartitionStateMachine(broker_id)
+
+    @property
+    def epoch(self) -> int:
+        return self.context.epoch
 
     # -- election ---------------------------------------------------------------------------------
 
@@ -105,44 +125,64 @@ class KafkaController:
 
     def elect(self) -> int:
         """Take the controller role; NOT_CONTROLLER when another broker holds it. Returns the new
-        epoch. The active controller then brings every partition it can online and carries out
-        pending deletions (Kafka's onControllerFailover)."""
+        epoch. The new controller reads the cluster, brings every partition it can online and
+        carries out pending deletions (Kafka's onControllerFailover)."""
         try:
-            epoch = self.zk_client.register_controller_and_increment_epoch(self.broker_id)
+            epoch, epoch_zk_version = self.zk_client.register_controller_and_increment_epoch(self.broker_id)
         except (NodeExistsError, BadVersionError):
             holder = self.zk_client.controller_id()
             raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {holder} is already the controller") from None
         with self._lock:
-            self.epoch = epoch
             self.active = True
-        log.info("[Controller id=%d] %d successfully elected as the controller. Epoch incremented to %d",
-                 self.broker_id, self.broker_id, epoch)
+        log.info("[Controller id=%d] %d successfully elected as the controller. Epoch incremented to %d and epoch zk version is now %d",
+                 self.broker_id, self.broker_id, epoch, epoch_zk_version)
         try:
             self.zk_client.enable_feature_versioning()
         except zk.ZNodeFormatError as e:
             log.error("[Controller id=%d] Cannot read %s, left as it is: %s", self.broker_id, zk.FEATURE, e)
+        self._run(lambda: self._on_controller_failover(epoch, epoch_zk_version))
+        return epoch
+
+    def _on_controller_failover(self, epoch: int, epoch_zk_version: int) -> None:
         store = self.zk_client.store
+        context = self.context
+        context.reset()
+        context.epoch, context.epoch_zk_version = epoch, epoch_zk_version
         self._unwatch.append(store.watch(zk.TOPICS, self._on_tree_change))
         self._unwatch.append(store.watch(zk.DELETE_TOPICS, self._on_tree_change))
         self._unwatch.append(store.watch(zk.BROKER_IDS, self._on_tree_change))
-        self._live = self._read_live_brokers()
-        self._shutting_down.clear()
-        for live in self._live.values():
+        context.live_brokers = self._read_live_brokers()
+        for live in context.live_brokers.values():
             self._add_channel(live)
-        # Kafka's onControllerFailover: every partition's state to its live replicas, the whole
-        # cluster to every broker (nothing is taken as sent by an earlier controller).
-        self._published.clear()
-        self.deletion.reset()
         self.partition_states.reset()
+        self.replica_states.reset()
+        self.deletion.reset()
+        for name, read in read_topics(self.zk_client, self.zk_client.topic_names(), self._report).items():
+            context.put_topic(name, read)
+        # Kafka's initializePartitionState and initializeReplicaState.
+        live = context.live_brokers
+        for key in context.partitions():
+            loaded = context.leadership.get(key)
+            if loaded is None:
+                self.partition_states.transition(*key, PartitionState.NEW_PARTITION)
+            else:
+                self.partition_states.observe(*key, loaded[0].leader if loaded[0].leader in live else zk.NO_LEADER)
+            for replica in context.replicas(key):
+                self.replica_states.states[(*key, replica)] = (
+                    ReplicaState.ONLINE_REPLICA if replica in live else ReplicaState.OFFLINE_REPLICA
+                )
         marked = store.get_children(zk.DELETE_TOPICS)
         if self.channel is not None:
             self.deletion.topics_to_delete.update(marked)
-        for name in self.zk_client.topic_names():
-            self._elect_leaders(name)
-        self._batch.add_update_metadata(self._live)
+        # Every partition's state to its live replicas, the whole cluster to every broker (nothing
+        # is taken as sent by an earlier controller).
+        every = [p for p in context.elected_partition_states() if p.topic not in self.deletion.topics_to_delete]
+        for partition in every:
+            self._batch.add_leader_and_isr(self._live_replicas(partition.state.replicas), partition)
+        self._batch.add_update_metadata(live, every)
+        self._elect(list(context.partitions()))
         self._handle_marked(marked)
         self._send_batch()
-        return epoch
 
     def resign(self) -> None:
         """Stop acting as controller (Kafka's onControllerResignation)."""
@@ -163,12 +203,21 @@ class KafkaController:
             self._unwatch_controller = None
         self.resign()
 
+    def _run(self, event: Callable[[], object]):
+        """Process one event; a write refused for an older controller epoch means another broker
+        was elected meanwhile: this one resigns (Kafka's ControllerMovedException)."""
+        try:
+            return event()
+        except ControllerMovedError:
+            log.info("[Controller id=%d] Controller moved to another broker: resigning", self.broker_id)
+            self.resign()
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {self.broker_id} is no longer the controller") from None
+
     # -- following the tree -----------------------------------------------------------------------
 
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
-        # On the store's thread: the controller's work (tree reads and writes) is queued on the
-        # metadata thread, in order.
-        # Events noted before the work starts are handled together.
+        # On the store's thread: the events are queued for the metadata thread, in order; events
+        # noted before the work starts are handled together.
         if not self.active:
             return
         with self._lock:
@@ -180,60 +229,32 @@ class KafkaController:
     def _process_pending(self) -> None:
         with self._lock:
             events, self._pending = self._pending, []
-        if events:
-            self._process(events)
+        if events and self.active:
+            try:
+                self._run(lambda: self._process(events))
+            except KafkaError:
+                pass  # resigned
 
     def _process(self, events: list[ChangeEvent]) -> None:
-        if not self.active:
-            return
-        topics: set[str] = set()
+        changed: set[str] = set()
+        deleted: set[str] = set()
         marked: set[str] = set()
         brokers_changed = False
         for event in events:
             parts = event.path.split("/")
             if event.path.startswith(zk.BROKER_IDS + "/"):
                 brokers_changed = True
-            elif event.path.startswith(zk.TOPICS + "/") and len(parts) == 4 and event.kind is not ChangeKind.DELETED:
-                topics.add(parts[3])
+            elif event.path.startswith(zk.TOPICS + "/") and len(parts) == 4:
+                (deleted if event.kind is ChangeKind.DELETED else changed).add(parts[3])
             elif event.path.startswith(zk.DELETE_TOPICS + "/") and len(parts) == 4 and event.kind is ChangeKind.CREATED:
                 marked.add(parts[3])
-        started: list[int] = []
         if brokers_changed:
-            live = self._read_live_brokers()
-            # A broker that registered again (a new session) is a new broker: its epoch changed.
-            started = sorted(b for b in live if b not in self._live or live[b].epoch != self._live[b].epoch)
-            failed = sorted(b for b in self._live if b not in live or b in started)
-            self._live = live
-            self._shutting_down &= live.keys() - set(started)
-            if started:
-                log.info("[Controller id=%d] Newly added brokers: %s", self.broker_id, ",".join(map(str, started)))
-            if failed:
-                log.info("[Controller id=%d] Broker failure callback for %s", self.broker_id, ",".join(map(str, failed)))
-            for broker_id in failed:
-                if self.channel is not None and broker_id not in live:
-                    self.channel.remove_broker(broker_id)
-            for broker_id in started:
-                self._add_channel(live[broker_id])
-            if started or failed:
-                # onBrokerStartup / onBrokerFailure: every partition may change leader.
-                topics.update(self.zk_client.topic_names())
-        for name in sorted(topics):
-            self._elect_leaders(name)
-        if started and self.channel is not None:
-            # onBrokerStartup: the whole cluster and its replicas' states to the new brokers, the
-            # new list of brokers to the others.
-            every = self._all_partition_states()
-            for partition in every:
-                self._batch.add_leader_and_isr([b for b in started if b in partition.state.replicas], partition)
-            self._batch.add_update_metadata(started, every)
-            self._batch.add_update_metadata(self._live)
-        elif brokers_changed:
-            self._batch.add_update_metadata(self._live)
-        if self.channel is not None and brokers_changed:
-            if failed:
-                self.deletion.on_broker_failure(failed)
-            if started:
-                self.deletion.on_broker_startup(started)
+            self._refresh_brokers()
+        for name in sorted(deleted - changed):
+            if name in self.context.assignments and self.zk_client.store.exists(zk.topic_path(name)) is None:
+                self.forget_topic(name)  # removed by hand, or by a deletion without a channel
+        if changed:
+            self._on_topics_changed(changed)
         self._handle_marked(sorted(marked))
         self._send_batch()
 
@@ -244,201 +265,126 @@ class KafkaController:
             for name in names:
                 self._delete_marked(name)
 
-    # -- what the deletion manager uses ---------------------------------------------------------------
-
-    @property
-    def batch(self) -> ControllerBrokerRequestBatch:
-        return self._batch
-
-    @property
-    def live_brokers(self) -> dict[int, LiveBroker]:
-        return self._live
-
-    def send_batch(self) -> None:
-        self._send_batch()
-
-    def forget_topic(self, name: str) -> None:
-        for key in [key for key in self._published if key[0] == name]:
-            del self._published[key]
-        self.partition_states.remove_topic(name)
-
-    # -- the brokers and the channel ----------------------------------------------------------------
+    # -- brokers ----------------------------------------------------------------------------------
 
     def _read_live_brokers(self) -> dict[int, LiveBroker]:
-        """The registered brokers, each with its epoch and inter-broker endpoint (tree reads)."""
+        """The registered brokers, each with its epoch and inter-broker endpoint (pipelined reads)."""
+        paths = {zk.broker_id_path(broker_id): broker_id for broker_id in self.zk_client.registered_brokers()}
         live: dict[int, LiveBroker] = {}
-        store = self.zk_client.store
-        for broker_id in self.zk_client.registered_brokers():
-            try:
-                registration = self.zk_client.broker_registration(broker_id)
-                stat = store.exists(zk.broker_id_path(broker_id))
-            except KafkaError:
+        for path, answer in self.zk_client.store.get_many(list(paths)).items():
+            if answer is None:
                 continue
+            broker_id = paths[path]
+            try:
+                registration = decoded(path, zk.decode_broker_registration, answer[0], broker_id)
             except zk.ZNodeFormatError as e:
                 self.zk_client.report_malformed(e, log)
                 continue
-            if registration is None or stat is None or not registration.endpoints:
+            if not registration.endpoints:
                 continue
             endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == self.inter_broker_listener), registration.endpoints[0])
-            live[broker_id] = LiveBroker(broker_id, registration, stat.czxid, endpoint.host, endpoint.port)
+            live[broker_id] = LiveBroker(broker_id, registration, answer[1].czxid, endpoint.host, endpoint.port)
         return live
+
+    def _refresh_brokers(self) -> None:
+        """Read the registrations again and handle the brokers that started and failed since."""
+        context = self.context
+        live = self._read_live_brokers()
+        # A broker that registered again (a new session) is a new broker: its epoch changed.
+        started = sorted(b for b in live if b not in context.live_brokers or live[b].epoch != context.live_brokers[b].epoch)
+        failed = sorted(b for b in context.live_brokers if b not in live or b in started)
+        context.live_brokers = live
+        context.shutting_down &= live.keys() - set(started)
+        if failed:
+            log.info("[Controller id=%d] Broker failure callback for %s", self.broker_id, ",".join(map(str, failed)))
+            self._on_broker_failure(failed)
+        if started:
+            log.info("[Controller id=%d] Newly added brokers: %s", self.broker_id, ",".join(map(str, started)))
+            self._on_broker_startup(started)
+        if not started and not failed:
+            self._batch.add_update_metadata(live)
+
+    def _on_broker_failure(self, failed: list[int]) -> None:
+        """Kafka's onBrokerFailure: partitions the brokers led elect another leader or go offline,
+        their replicas go OfflineReplica and leave the ISRs (one write per partition); every broker
+        is told the partitions that lost a replica."""
+        context = self.context
+        for broker_id in failed:
+            if self.channel is not None and broker_id not in context.live_brokers:
+                self.channel.remove_broker(broker_id)
+        lost = set(failed)
+        affected = [key for key in context.partitions() if lost & set(context.replicas(key))]
+        self._elect(affected)
+        replicas = [(*key, broker) for key in affected for broker in context.replicas(key) if broker in lost]
+        self.replica_states.transition([r for r in replicas if r[0] not in self.deletion.topics_to_delete], ReplicaState.OFFLINE_REPLICA)
+        self._batch.add_update_metadata(
+            context.live_brokers, [p for p in context.elected_partition_states(affected) if p.topic not in self.deletion.topics_to_delete]
+        )
+        if self.channel is not None:
+            self.deletion.on_broker_failure(failed)
+
+    def _on_broker_startup(self, started: list[int]) -> None:
+        """Kafka's onBrokerStartup: the new list of brokers to every broker, the whole cluster and
+        their replicas' states to the new ones (OnlineReplica), then offline partitions they can
+        lead elect them."""
+        context = self.context
+        for broker_id in started:
+            self._add_channel(context.live_brokers[broker_id])
+        self._batch.add_update_metadata(context.live_brokers)
+        every = [p for p in context.elected_partition_states() if p.topic not in self.deletion.topics_to_delete]
+        self._batch.add_update_metadata(started, every)
+        for partition in every:
+            self._batch.add_leader_and_isr([b for b in started if b in partition.state.replicas], partition)
+        starting = set(started)
+        replicas = [(*key, b) for key in context.partitions() for b in context.replicas(key) if b in starting]
+        self.replica_states.transition([r for r in replicas if r[0] not in self.deletion.topics_to_delete], ReplicaState.ONLINE_REPLICA)
+        self._elect([key for key in context.partitions() if self.partition_states.state(*key) is not PartitionState.ONLINE_PARTITION])
+        if self.channel is not None:
+            self.deletion.on_broker_startup(started)
 
     def _add_channel(self, live: LiveBroker) -> None:
         if self.channel is not None:
             self.channel.add_broker(live.broker_id, live.host, live.port)
 
     def _live_replicas(self, replicas) -> list[int]:
-        return [replica for replica in replicas if replica in self._live]
+        return [replica for replica in replicas if replica in self.context.live_brokers]
 
-    def _send_batch(self) -> None:
-        if self.channel is not None and self.active:
-            self._batch.send(self.epoch, self._live)
+    # -- topics -----------------------------------------------------------------------------------
 
-    def _all_partition_states(self) -> list[TopicPartitionState]:
-        """Every partition with a state, as the tree holds it (the controller's context)."""
-        result = []
-        for name in self.zk_client.topic_names():
-            if name in self.deletion.topics_to_delete:
-                continue
-            topic = self.load_topic_or_none(name)
-            if topic is not None:
-                result.extend(self._states_of(topic, topic.partitions))
-        return result
+    def _on_topics_changed(self, names: Iterable[str]) -> None:
+        """Topics created or changed in the tree: read them again; partitions new to the
+        controller go through onNewPartitionCreation, a topic without an id gets one."""
+        context = self.context
+        reads = read_topics(self.zk_client, sorted(names), self._report)
+        new: list[TopicPartition] = []
+        for name, read in sorted(reads.items()):
+            known = context.assignments.get(name)
+            if known is not None and known.topic_id not in (None, read.assignment.topic_id) and read.assignment.topic_id is not None:
+                self.forget_topic(name)  # deleted and created again since the controller last read it
+                known = None
+            new.extend((name, index) for index in sorted(read.assignment.partitions) if known is None or index not in known.partitions)
+            context.put_topic(name, read)
+        if new or reads:
+            self._on_new_partitions(new, topics=reads.keys())
 
-    def load_topic_or_none(self, name: str) -> TopicInfo | None:
-        """The topic as the tree holds it; None when it is gone, or cannot be read (reported)."""
-        try:
-            return self.zk_client.load_topic(name, on_malformed_state=lambda e: self.zk_client.report_malformed(e, log))
-        except KafkaError:
-            return None
-        except zk.ZNodeFormatError as e:
-            self.zk_client.report_malformed(e, log)
-            return None
-
-    @staticmethod
-    def _states_of(topic: TopicInfo, indexes) -> list[TopicPartitionState]:
-        return [
-            TopicPartitionState(topic.name, topic.topic_id, index, topic.partitions[index])
-            for index in sorted(indexes)
-            if index in topic.partitions and topic.partitions[index].leader_epoch >= 0
-        ]
-
-    def _publish(self, name: str) -> None:
-        """LeaderAndIsr to the live replicas of every partition of the topic whose state the
-        brokers have not been sent yet (written by this controller, or by an admin request that
-        created the topic), UpdateMetadata of them to every live broker; a partition gone from the
-        topic leaves what was sent."""
-        if self.channel is None:
-            return
-        topic = self.load_topic_or_none(name)
-        if topic is None:
-            return
-        changed = [
-            partition
-            for partition in self._states_of(topic, topic.partitions)
-            if self._published.get((name, partition.index)) != (topic.topic_id, partition.state.partition_epoch)
-        ]
-        for partition in changed:
-            self._published[(name, partition.index)] = (topic.topic_id, partition.state.partition_epoch)
-            self._batch.add_leader_and_isr(self._live_replicas(partition.state.replicas), partition)
-        if changed:
-            self._batch.add_update_metadata(self._live, changed)
-
-    def _elect_leaders(self, name: str) -> None:
-        """Bring the topic's partitions to the state the live brokers allow, in one transaction:
-
-        * a topic written without an id gets one, and a partition without a state znode its first
-          state: the first live replica leads, alone in the ISR until replication exists
-          (NewPartition -> OnlinePartition);
-        * a partition whose leader is not live elects the first live replica of its ISR, in
-          assignment order (OfflinePartitionLeaderElection, unclean election disabled); with none,
-          it goes offline: leader -1, the ISR keeping its last member, as Kafka's controller
-          removes a failed replica from the ISR;
-
-        then tells the brokers of every partition state they were not sent yet (``_publish``).
-        """
-        if self.channel is not None and name in self.deletion.topics_to_delete:
-            return  # being deleted: its partitions are not elected again
-        try:
-            assignment, stat = self.zk_client.topic_assignment(name)
-        except KafkaError:
-            return
-        except zk.ZNodeFormatError as e:
-            self.zk_client.report_malformed(e, log)
-            return
-        try:
-            self._write_leaders(name, assignment, stat)
-        except zk.ZNodeFormatError as e:
-            self.zk_client.report_malformed(e, log)
-        finally:
-            self._publish(name)
-
-    def _write_leaders(self, name: str, assignment, stat) -> None:
-        store = self.zk_client.store
-        # Kafka's live brokers exclude those shutting down.
-        live = self._live.keys() - self._shutting_down
-        ops: list[Op] = []
-        written: list[tuple[int, int]] = []
-        if assignment.topic_id is None:
-            assignment = replace(assignment, topic_id=random_uuid())
-            ops.append(SetDataOp(zk.topic_path(name), zk.encode_topic_assignment(assignment), stat.version))
-        if store.exists(zk.topic_partitions_path(name)) is None:
-            ops.append(CreateOp(zk.topic_partitions_path(name)))
-        for partition, replicas in assignment.partitions.items():
-            try:
-                loaded = self.zk_client.partition_state(name, partition)
-            except zk.ZNodeFormatError as e:
-                self.zk_client.report_malformed(e, log)  # that partition waits; the others go on
-                continue
-            if loaded is None:
-                # NewPartition -> OnlinePartition: the first live replica leads, alone in the ISR
-                # until replication exists.
-                in_sync = tuple(replica for replica in replicas if replica in live)
-                self.partition_states.observe(name, partition, None)
-                if not in_sync:
-                    continue
-                first = zk.LeaderAndIsr(in_sync[0], 0, in_sync[:1], self.epoch)
-                if store.exists(zk.topic_partition_path(name, partition)) is None:
-                    ops.append(CreateOp(zk.topic_partition_path(name, partition)))
-                ops.append(CreateOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(first)))
-                written.append((partition, first.leader))
-                continue
-            current, version = loaded
-            if current.leader in live:
-                self.partition_states.observe(name, partition, current.leader)
-                # Followers on brokers that died or are shutting down leave the ISR (their
-                # replicas go OfflineReplica), with a new leader epoch, as Kafka's
-                # removeReplicasFromIsr.
-                isr = tuple(r for r in current.isr if r in live or r == current.leader)
-                if isr != current.isr:
-                    updated = replace(current, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=self.epoch)
-                    ops.append(SetDataOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(updated), version))
-                    written.append((partition, current.leader))
-                continue
-            if current.leader in self._shutting_down and current.leader in self._live:
-                election = leader_selectors.controlled_shutdown_partition_leader(replicas, current.isr, self._live.keys(), self._shutting_down)
-            else:
-                election = leader_selectors.offline_partition_leader(replicas, current.isr, live)
-            if election is not None:
-                leader, isr = election
-            elif current.leader == zk.NO_LEADER:
-                self.partition_states.observe(name, partition, current.leader)
-                continue  # offline already, and still no live replica in sync
-            else:
-                # No replica may lead: offline (leader -1), the ISR keeping its last member, as
-                # Kafka's controller takes a failed replica out of the ISR.
-                leader = zk.NO_LEADER
-                isr = current.isr if len(current.isr) == 1 else tuple(r for r in current.isr if r != current.leader)
-            updated = replace(current, leader=leader, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=self.epoch)
-            ops.append(SetDataOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(updated), version))
-            written.append((partition, leader))
-        if ops:
-            try:
-                store.multi(ops)
-            except (NodeExistsError, BadVersionError, NoNodeError):
-                return  # someone else changed the topic meanwhile; their change brings another event
-            for partition, leader in written:
-                self.partition_states.observe(name, partition, leader)
+    def _on_new_partitions(self, keys: list[TopicPartition], topics: Iterable[str] = ()) -> None:
+        """Kafka's onNewPartitionCreation: NewPartition and NewReplica, then the partitions with no
+        state yet elect their first leader; those an admin request wrote with a live leader are
+        published as written. Replicas then go OnlineReplica (OfflineReplica on brokers down)."""
+        context = self.context
+        for key in keys:
+            if self.partition_states.state(*key) is PartitionState.NON_EXISTENT_PARTITION:
+                self.partition_states.transition(*key, PartitionState.NEW_PARTITION)
+        replicas = [(*key, broker) for key in keys for broker in context.replicas(key)]
+        self.replica_states.transition(replicas, ReplicaState.NEW_REPLICA)
+        written = set(self._elect(keys, topics=topics, is_new=True))
+        as_written = [key for key in keys if key in context.leadership and key not in written]
+        for key in as_written:
+            self.partition_states.observe(*key, context.leadership[key][0].leader)
+        self._publish(as_written, is_new=True)
+        live = context.live_brokers
+        self.replica_states.transition([r for r in replicas if r[2] in live], ReplicaState.ONLINE_REPLICA)
+        self.replica_states.transition([r for r in replicas if r[2] not in live], ReplicaState.OFFLINE_REPLICA)
 
     def _delete_marked(self, name: str) -> None:
         """Carry out a deletion a ZooKeeper-era tool requested by creating /admin/delete_topics/T."""
@@ -448,9 +394,181 @@ class KafkaController:
             ops = [DeleteOp(zk.delete_topic_path(name))]
         if ops:
             try:
-                store.multi(ops)
+                self.multi(ops)
             except (NoNodeError, BadVersionError):
-                pass
+                return
+        self.forget_topic(name)
+
+    def _report(self, error: zk.ZNodeFormatError) -> None:
+        self.zk_client.report_malformed(error, log)
+
+    # -- what the deletion manager uses ---------------------------------------------------------------
+
+    @property
+    def batch(self) -> ControllerBrokerRequestBatch:
+        return self._batch
+
+    @property
+    def live_brokers(self) -> dict[int, LiveBroker]:
+        return self.context.live_brokers
+
+    def send_batch(self) -> None:
+        self._send_batch()
+
+    def forget_topic(self, name: str) -> None:
+        self.context.remove_topic(name)
+        self.partition_states.remove_topic(name)
+        self.replica_states.remove_topic(name)
+
+    def multi(self, ops: Sequence[Op]) -> None:
+        """Write ``ops`` in one transaction that also checks ``/controller_epoch`` is still this
+        controller's: ``ControllerMovedError`` when it is not."""
+        try:
+            self.zk_client.store.multi([CheckOp(zk.CONTROLLER_EPOCH, self.context.epoch_zk_version), *ops])
+        except (BadVersionError, NoNodeError) as e:
+            if e.path == zk.CONTROLLER_EPOCH:
+                raise ControllerMovedError() from None
+            raise
+
+    def _send_batch(self) -> None:
+        if self.channel is not None and self.active:
+            self._batch.send(self.epoch, self.context.live_brokers)
+
+    # -- leader elections -------------------------------------------------------------------------
+
+    def _elect(
+        self, keys: Iterable[TopicPartition], reason: str = OFFLINE, *, topics: Iterable[str] = (), is_new: bool = False
+    ) -> list[TopicPartition]:
+        """Decide each partition's next state for ``reason`` (``_decide``) and write the changes
+        (``_write``), then tell the brokers; a topic whose write met a change made meanwhile is
+        read again and decided once more. ``topics`` without a topic id get one. Returns the
+        partitions whose state was written."""
+        context = self.context
+        keys = [
+            key for key in keys
+            if key[0] in context.assignments and key[0] not in self.deletion.topics_to_delete and key not in context.unreadable
+        ]
+        topics = {name for name in topics if name in context.assignments and name not in self.deletion.topics_to_delete}
+        written, failed = self._write(self._decisions(keys, reason), topics)
+        if failed:
+            for name, read in read_topics(self.zk_client, sorted(failed), self._report).items():
+                context.put_topic(name, read)
+            retry = [key for key in keys if key[0] in failed and key[0] in context.assignments]
+            again, still = self._write(self._decisions(retry, reason), failed & topics)
+            written += again
+            for name in sorted(still):
+                log.warning("[Controller id=%d] The state of topic %s changed while it was being written; left for the next event",
+                            self.broker_id, name)
+        self._publish(written, is_new=is_new)
+        return written
+
+    def _decisions(self, keys: Iterable[TopicPartition], reason: str) -> dict[TopicPartition, zk.LeaderAndIsr]:
+        return {key: state for key in keys if (state := self._decide(key, reason)) is not None}
+
+    def _decide(self, key: TopicPartition, reason: str) -> zk.LeaderAndIsr | None:
+        """The partition's next leader and ISR, or None to leave it as it is:
+
+        * no state yet (NewPartition -> OnlinePartition): the first live replica leads, alone in
+          the ISR until replication exists;
+        * its leader is shutting down: the first live, in-sync replica that is not
+          (ControlledShutdownPartitionLeaderElection), the brokers shutting down leaving the ISR;
+        * its leader is not live: the first live replica of its ISR, in assignment order
+          (OfflinePartitionLeaderElection);
+        * with neither, it goes offline: leader -1, the ISR keeping its last member, as Kafka's
+          controller takes a failed replica out of the ISR;
+        * its leader is live: followers that died or are shutting down leave the ISR
+          (OfflineReplica), with a new leader epoch;
+        * ``reason`` PREFERRED: the first replica of the assignment leads if it is live and in
+          sync (PreferredReplicaPartitionLeaderElection).
+        """
+        context = self.context
+        replicas = context.replicas(key)
+        eligible = context.eligible_brokers
+        loaded = context.leadership.get(key)
+        if loaded is None:
+            in_sync = [replica for replica in replicas if replica in eligible]
+            return zk.LeaderAndIsr(in_sync[0], 0, (in_sync[0],), context.epoch) if in_sync else None
+        current, _ = loaded
+        if reason == PREFERRED:
+            election = leader_selectors.preferred_replica_partition_leader(replicas, current.isr, eligible)
+            if election is None or election.leader == current.leader:
+                return None
+        elif current.leader in context.shutting_down and current.leader in context.live_brokers:
+            election = leader_selectors.controlled_shutdown_partition_leader(replicas, current.isr, context.live_brokers.keys(), context.shutting_down)
+        elif current.leader in eligible:
+            isr = tuple(r for r in current.isr if r in eligible or r == current.leader)
+            if isr == current.isr:
+                return None
+            return replace(current, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=context.epoch)
+        else:
+            election = leader_selectors.offline_partition_leader(replicas, current.isr, eligible)
+        if election is not None:
+            leader, isr = election
+        elif current.leader == zk.NO_LEADER:
+            return None  # offline already, and still no live replica in sync
+        else:
+            leader = zk.NO_LEADER
+            isr = current.isr if len(current.isr) == 1 else tuple(r for r in current.isr if r != current.leader)
+        return replace(current, leader=leader, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=context.epoch)
+
+    def _write(
+        self, decisions: dict[TopicPartition, zk.LeaderAndIsr], topics: Iterable[str] = ()
+    ) -> tuple[list[TopicPartition], set[str]]:
+        """Write the partitions' states, one transaction per topic (creating the znodes of a
+        partition's first state, conditional on the version of a state it replaces), and a topic
+        id for each of ``topics`` that has none; record what was written in the context. Returns
+        the partitions written and the topics whose write met a change made meanwhile."""
+        context = self.context
+        by_topic: dict[str, dict[int, zk.LeaderAndIsr]] = {name: {} for name in topics}
+        for (name, index), state in decisions.items():
+            by_topic.setdefault(name, {})[index] = state
+        written: list[TopicPartition] = []
+        failed: set[str] = set()
+        for name, states in sorted(by_topic.items()):
+            assignment = context.assignments[name]
+            ops: list[Op] = []
+            if assignment.topic_id is None:
+                assignment = replace(assignment, topic_id=random_uuid())
+                ops.append(SetDataOp(zk.topic_path(name), zk.encode_topic_assignment(assignment), context.assignment_versions[name]))
+            nodes = context.partition_nodes.get(name)
+            if states and nodes is None:
+                ops.append(CreateOp(zk.topic_partitions_path(name)))
+            for index, state in sorted(states.items()):
+                loaded = context.leadership.get((name, index))
+                if loaded is None:
+                    if nodes is None or index not in nodes:
+                        ops.append(CreateOp(zk.topic_partition_path(name, index)))
+                    ops.append(CreateOp(zk.partition_state_path(name, index), zk.encode_leader_and_isr(state)))
+                else:
+                    ops.append(SetDataOp(zk.partition_state_path(name, index), zk.encode_leader_and_isr(state), loaded[1]))
+            if not ops:
+                continue
+            try:
+                self.multi(ops)
+            except (NodeExistsError, BadVersionError, NoNodeError):
+                failed.add(name)
+                continue
+            if assignment is not context.assignments[name]:
+                context.assignments[name] = assignment
+                context.assignment_versions[name] += 1
+            context.partition_nodes[name] = (nodes or set()) | set(states)
+            for index, state in states.items():
+                loaded = context.leadership.get((name, index))
+                context.leadership[(name, index)] = (state, 0 if loaded is None else loaded[1] + 1)
+                self.partition_states.observe(name, index, state.leader)
+                written.append((name, index))
+        return written, failed
+
+    def _publish(self, keys: Iterable[TopicPartition], *, is_new: bool = False) -> None:
+        """LeaderAndIsr of each partition to its live replicas, UpdateMetadata of them to every
+        live broker."""
+        if self.channel is None:
+            return
+        states = self.context.elected_partition_states(keys)
+        for partition in states:
+            self._batch.add_leader_and_isr(self._live_replicas(partition.state.replicas), partition, is_new=is_new)
+        if states:
+            self._batch.add_update_metadata(self.context.live_brokers, states)
 
     # -- preferred replica election ---------------------------------------------------------------
 
@@ -461,55 +579,29 @@ class KafkaController:
         where it is live and in sync. Returns the partitions moved."""
         if not self.active:
             return []
-        live = self._live.keys() - self._shutting_down
-        preferred: dict[int, list[tuple[TopicInfo, int]]] = {}
-        for name in self.zk_client.topic_names():
-            if name in self.deletion.topics_to_delete:
+        context = self.context
+        preferred: dict[int, list[TopicPartition]] = {}
+        for key in context.partitions():
+            replicas = context.replicas(key)
+            if replicas and key in context.leadership and key[0] not in self.deletion.topics_to_delete:
+                preferred.setdefault(replicas[0], []).append(key)
+        eligible = context.eligible_brokers
+        moved: list[TopicPartition] = []
+        for broker_id, keys in sorted(preferred.items()):
+            if broker_id not in eligible:
                 continue
-            topic = self.load_topic_or_none(name)
-            if topic is None:
-                continue
-            for index, state in topic.partitions.items():
-                if state.replicas and state.leader_epoch >= 0:
-                    preferred.setdefault(state.replicas[0], []).append((topic, index))
-        moved: list[tuple[str, int]] = []
-        for broker_id, partitions in sorted(preferred.items()):
-            if broker_id not in live:
-                continue
-            imbalanced = [(topic, index) for topic, index in partitions if topic.partitions[index].leader != broker_id]
-            ratio = len(imbalanced) / len(partitions)
+            imbalanced = [key for key in keys if context.leadership[key][0].leader != broker_id]
+            ratio = len(imbalanced) / len(keys)
             log.debug("[Controller id=%d] Leader imbalance ratio for broker %d is %.3f", self.broker_id, broker_id, ratio)
-            if ratio * 100 <= percentage:
-                continue
-            for topic, index in imbalanced:
-                if self._elect_preferred(topic.name, index, live):
-                    moved.append((topic.name, index))
-        for name in sorted({name for name, _ in moved}):
-            self._publish(name)
+            if ratio * 100 > percentage:
+                try:
+                    moved.extend(self._run(lambda keys=imbalanced: self._elect(keys, PREFERRED)))
+                except KafkaError:
+                    return moved  # resigned
         self._send_batch()
         if moved:
             log.info("[Controller id=%d] Preferred replica election moved %d partition(s)", self.broker_id, len(moved))
         return moved
-
-    def _elect_preferred(self, name: str, index: int, live) -> bool:
-        loaded = self.zk_client.partition_state(name, index)
-        try:
-            assignment, _ = self.zk_client.topic_assignment(name)
-        except KafkaError:
-            return False
-        if loaded is None or index not in assignment.partitions:
-            return False
-        current, version = loaded
-        election = leader_selectors.preferred_replica_partition_leader(assignment.partitions[index], current.isr, live)
-        if election is None or election.leader == current.leader:
-            return False
-        updated = replace(current, leader=election.leader, leader_epoch=current.leader_epoch + 1, isr=election.isr, controller_epoch=self.epoch)
-        try:
-            self.zk_client.set_partition_state(name, index, updated, version)
-        except (BadVersionError, NoNodeError):
-            return False
-        self.partition_states.observe(name, index, election.leader)
-        return True
 
     # -- ISR changes from leaders ---------------------------------------------------------------------
 
@@ -517,29 +609,24 @@ class KafkaController:
         """AlterPartition's changes ``(topic id, partition, leader epoch, new ISR, leader recovery
         state, partition epoch)``, checked and written on the metadata thread; one answer each
         (error code and the partition's state)."""
-        return await self.thread.call(self._alter_partitions, broker_id, broker_epoch, changes)
+        return await self.thread.call(lambda: self._run(lambda: self._alter_partitions(broker_id, broker_epoch, changes)))
 
     def _alter_partitions(self, broker_id: int, broker_epoch: int, changes) -> list[dict]:
         if not self.active:
             raise KafkaError(ErrorCode.NOT_CONTROLLER)
-        live = self._live.get(broker_id)
+        live = self.context.live_brokers.get(broker_id)
         if live is None or (broker_epoch != -1 and broker_epoch != live.epoch):
             raise KafkaError(ErrorCode.STALE_BROKER_EPOCH)
-        names = {}
-        for name in self.zk_client.topic_names():
-            topic = self.load_topic_or_none(name)
-            if topic is not None:
-                names[topic.topic_id] = name
+        names = {assignment.topic_id: name for name, assignment in self.context.assignments.items()}
         results = []
-        changed: set[str] = set()
+        written: list[TopicPartition] = []
         for topic_id, index, leader_epoch, isr, recovery, partition_epoch in changes:
             name = names.get(topic_id)
             result = self._alter_partition(broker_id, name, index, leader_epoch, isr, recovery, partition_epoch)
             if result.pop("written", False):
-                changed.add(name)
+                written.append((name, index))
             results.append(result)
-        for name in sorted(changed):
-            self._publish(name)
+        self._publish(written)
         self._send_batch()
         return results
 
@@ -551,9 +638,11 @@ class KafkaController:
             return {"error_code": ErrorCode.NONE, "leader_id": state.leader, "leader_epoch": state.leader_epoch,
                     "isr": list(state.isr), "leader_recovery_state": state.leader_recovery_state, "partition_epoch": epoch, **extra}
 
-        if name is None:
+        context = self.context
+        if name is None or name in self.deletion.topics_to_delete:
             return refused(ErrorCode.UNKNOWN_TOPIC_ID)
-        loaded = self.zk_client.partition_state(name, index)
+        key = (name, index)
+        loaded = context.leadership.get(key)
         if loaded is None:
             return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         current, version = loaded
@@ -573,15 +662,15 @@ class KafkaController:
             return refused(ErrorCode.INVALID_REQUEST)
         if current.leader_recovery_state == zk.LEADER_RECOVERED and recovery == zk.LEADER_RECOVERING:
             return refused(ErrorCode.INVALID_REQUEST)
-        assignment, _ = self.zk_client.topic_assignment(name)
-        replicas = assignment.partitions.get(index, ())
-        eligible = self._live.keys() - self._shutting_down
+        replicas = context.replicas(key)
+        eligible = context.eligible_brokers
         if not isr or any(r not in replicas or r not in eligible for r in isr):
             return refused(ErrorCode.INELIGIBLE_REPLICA)
-        updated = replace(current, isr=tuple(isr), leader_recovery_state=recovery, controller_epoch=self.epoch)
-        try:
-            self.zk_client.set_partition_state(name, index, updated, version)
-        except (BadVersionError, NoNodeError):
+        updated = replace(current, isr=tuple(isr), leader_recovery_state=recovery, controller_epoch=context.epoch)
+        written, failed = self._write({key: updated})
+        if failed:
+            for topic, read in read_topics(self.zk_client, [name], self._report).items():
+                context.put_topic(topic, read)
             return refused(ErrorCode.INVALID_UPDATE_VERSION)
         log.info("[Controller id=%d] ISR of %s-%d changed to %s", self.broker_id, name, index, ",".join(map(str, isr)))
         return answered(updated, version + 1, written=True)
@@ -590,16 +679,18 @@ class KafkaController:
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
         """A broker asks to stop (Kafka's KafkaController.controlledShutdown): the partitions it
-        leads move to another live in-sync replica, or go offline at once; the partitions it
-        still leads afterwards are returned. Runs on the metadata thread."""
-        return await self.thread.call(self._controlled_shutdown, broker_id, broker_epoch)
+        leads move to another live in-sync replica, or go offline at once, and it leaves the ISRs
+        it follows in; the partitions it still leads afterwards are returned. Runs on the
+        metadata thread."""
+        return await self.thread.call(lambda: self._run(lambda: self._controlled_shutdown(broker_id, broker_epoch)))
 
     def _controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
         if not self.active:
             raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {self.broker_id} is not the controller")
+        context = self.context
         # The newest registrations: a broker may ask before its registration's watch arrived here.
-        self._live = self._read_live_brokers()
-        live = self._live.get(broker_id)
+        self._refresh_brokers()
+        live = context.live_brokers.get(broker_id)
         if live is None:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"Broker id {broker_id} does not exist.")
         if broker_epoch != -1 and broker_epoch < live.epoch:
@@ -609,15 +700,14 @@ class KafkaController:
                 f"Current broker epoch is {live.epoch}.",
             )
         log.info("[Controller id=%d] Shutting down broker %d", self.broker_id, broker_id)
-        self._shutting_down.add(broker_id)
-        for name in self.zk_client.topic_names():
-            self._elect_leaders(name)
+        context.shutting_down.add(broker_id)
+        hosted = context.partitions_on_broker(broker_id)
+        self._elect(hosted)
+        followed = [(*key, broker_id) for key in hosted if key[0] not in self.deletion.topics_to_delete
+                    and key in context.leadership and context.leadership[key][0].leader != broker_id]
+        self.replica_states.transition(followed, ReplicaState.OFFLINE_REPLICA)
         self._send_batch()
-        remaining = []
-        for name in self.zk_client.topic_names():
-            topic = self.load_topic_or_none(name)
-            if topic is not None:
-                remaining.extend((name, index) for index, state in sorted(topic.partitions.items()) if state.leader == broker_id)
+        remaining = context.partitions_led_by(broker_id)
         log.info("[Controller id=%d] Broker %d leaves %d partition(s) led after its controlled shutdown", self.broker_id, broker_id, len(remaining))
         return remaining
 
@@ -662,5 +752,6 @@ class KafkaController:
             self.zk_client.set_partition_state(name, partition, updated, version)
         except BadVersionError:
             raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION) from None
+        if (name, partition) in self.context.leadership:
+            self.context.leadership[(name, partition)] = (updated, version + 1)
         return updated, version + 1
-
