@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from kcli.broker.partition import Partition
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError
+from kcli.storage.log import InconsistentTopicIdError
 from kcli.storage.log_manager import LogManager
 
 log = logging.getLogger("kcli.broker.state.change")
@@ -80,8 +81,8 @@ class ReplicaManager:
     def become_leader(self, topic: str, index: int, topic_id: uuid.UUID | None, *, leader_epoch: int, replicas: list[int], isr: list[int]) -> Partition:
         """Host the partition as its leader, opening or creating its log."""
         key = (topic, index)
-        self._followers.pop(key, None)
         log = self.log_manager.get_or_create_log(topic, index, topic_id)
+        self._followers.pop(key, None)
         log.maybe_assign_epoch_start_offset(leader_epoch, log.log_end_offset)
         if list(isr) == [self.broker_id]:
             log.update_high_watermark(log.log_end_offset)
@@ -99,10 +100,10 @@ class ReplicaManager:
         """Host the partition's log as a follower: a leader here steps down (its waiting fetches
         are woken to answer NOT_LEADER_OR_FOLLOWER), the log is created when new and kept."""
         key = (topic, index)
+        log = self.log_manager.get_or_create_log(topic, index, topic_id)
         led = self._partitions.pop(key, None)
         if led is not None:
             self.notify(key)
-        log = self.log_manager.get_or_create_log(topic, index, topic_id)
         partition = Partition(topic, index, topic_id, log, leader_epoch=leader_epoch, replicas=list(replicas), isr=list(isr), broker_id=self.broker_id)
         self._followers[key] = partition
         return partition
@@ -161,8 +162,14 @@ class ReplicaManager:
 
     def _apply(self, update: PartitionStateUpdate) -> ErrorCode:
         role = self.become_leader if update.leader == self.broker_id else self.become_follower
+        # A request without topic ids (LeaderAndIsr v0-4) names the topic by its name alone.
+        topic_id = update.topic_id if update.topic_id is not None and update.topic_id.int != 0 else None
         try:
-            role(update.topic, update.index, update.topic_id, leader_epoch=update.leader_epoch, replicas=list(update.replicas), isr=list(update.isr))
+            role(update.topic, update.index, topic_id, leader_epoch=update.leader_epoch, replicas=list(update.replicas), isr=list(update.isr))
+        except InconsistentTopicIdError as e:
+            # The log here belongs to an earlier topic of the same name: it is left as it is.
+            log.error("[Broker id=%d] Topic Id of partition %s-%d does not match the request's: %s", self.broker_id, update.topic, update.index, e)
+            return ErrorCode.INCONSISTENT_TOPIC_ID
         except (OSError, KafkaStorageError) as e:
             log.error("Could not host partition %s-%d: %s", update.topic, update.index, e)
             return ErrorCode.KAFKA_STORAGE_ERROR

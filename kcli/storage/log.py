@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from kcli.common import uuid_to_string
 from kcli.errors import CorruptRecordError, InvalidOffsetError, KafkaStorageError, KcliError, LogDirFailure, OffsetOutOfRangeError
 from kcli.storage.checkpoints import PARTITION_METADATA, read_partition_metadata, write_partition_metadata
 from kcli.storage.file_records import FileSlice, TimestampAndOffset
@@ -69,6 +70,17 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+class InconsistentTopicIdError(KcliError):
+    """A log asked to take a topic id other than the one its ``partition.metadata`` holds: the
+    topic was deleted and created again while this log stayed (Kafka's INCONSISTENT_TOPIC_ID)."""
+
+    def __init__(self, partition: str, requested: uuid.UUID, stored: uuid.UUID) -> None:
+        super().__init__(
+            f"Tried to assign topic ID {uuid_to_string(requested)} to log for topic partition {partition}, "
+            f"but log already contained topic ID {uuid_to_string(stored)}"
+        )
 
 
 class LastRecord(NamedTuple):
@@ -1165,7 +1177,7 @@ def _check_topic_id(directory: Path, topic_id: uuid.UUID | None) -> uuid.UUID | 
     if path.exists():
         stored = read_partition_metadata(path)
         if topic_id is not None and stored != topic_id:
-            raise KcliError(f"Tried to assign topic ID {topic_id} to log for topic partition {directory.name}, but log already contained topic ID {stored}")
+            raise InconsistentTopicIdError(directory.name, topic_id, stored)
         return stored
     if topic_id is not None:
         write_partition_metadata(path, topic_id)

@@ -39,7 +39,7 @@ from kcli.storage.checkpoints import (
     write_offset_checkpoint,
 )
 from kcli.storage.descriptors import LogsOnDisk, descriptors_for, logs_on_disk
-from kcli.storage.log import Log, log_dir_name, parse_topic_partition_name
+from kcli.storage.log import InconsistentTopicIdError, Log, log_dir_name, parse_topic_partition_name
 from kcli.storage.log_cleaner import CleanerConfig, LogCleaner, StepHook
 from kcli.storage.log_config import LogConfig
 from kcli.storage.log_dir_failure import LogDirFailureChannel
@@ -221,10 +221,7 @@ class LogManager:
             existing = self._logs.get((topic, partition))
             if existing is not None:
                 if topic_id is not None and existing.topic_id is not None and existing.topic_id != topic_id:
-                    raise KcliError(
-                        f"Tried to assign topic ID {topic_id} to log for topic partition {topic}-{partition}, "
-                        f"but log already contained topic ID {existing.topic_id}"
-                    )
+                    raise InconsistentTopicIdError(f"{topic}-{partition}", topic_id, existing.topic_id)
                 return existing
             if (topic, partition) in self._offline_partitions:
                 raise KafkaStorageError(f"The log of {topic}-{partition} is in an offline log dir")
