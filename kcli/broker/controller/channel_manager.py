@@ -48,10 +48,13 @@ class _BrokerChannel:
         self.timeout = timeout
         self.queue: asyncio.Queue[QueueItem] = asyncio.Queue()
         self.connection = None
+        # Set before the task is cancelled: Python 3.11's wait_for can lose a cancellation that
+        # meets a failed connection attempt, and the sender must not retry forever after it.
+        self.stopped = False
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-to-broker-{broker_id}")
 
     async def _run(self) -> None:
-        while True:
+        while not self.stopped:
             item = await self.queue.get()
             answer = await self._send_until_answered(item)
             if item.callback is not None:
@@ -65,6 +68,8 @@ class _BrokerChannel:
 
         failures = 0
         while True:
+            if self.stopped:
+                raise asyncio.CancelledError()
             try:
                 if self.connection is None or self.connection.closed:
                     self.connection = await BrokerConnection.open(
@@ -88,6 +93,7 @@ class _BrokerChannel:
             await connection.close()
 
     async def stop(self) -> None:
+        self.stopped = True
         self.task.cancel()
         await asyncio.gather(self.task, return_exceptions=True)
         await self._close_connection()
