@@ -412,10 +412,18 @@ class ZooKeeperStore(MetadataStore):
             # The cache reports every existing node once as it fills: those are not changes.
             if kind is None or event.event_data is None or not initialized.is_set():
                 return
+            # kazoo's cache can publish a node's data after the node was deleted (a read answered
+            # before the deletion but handled after it, python-zk/kazoo#645), which would leave
+            # "created" as the last word on a node that is gone. The cache handles its events in
+            # order on one thread, so a node it no longer holds below the root is not reported
+            # created or changed; its deletion was (or is about to be) reported.
+            path = event.event_data.path
+            if kind is not ChangeKind.DELETED and path != cache._root._path and cache.get_data(path) is None:
+                return
             try:
-                callback([ChangeEvent(kind, event.event_data.path)])
+                callback([ChangeEvent(kind, path)])
             except Exception:  # a failing watcher must not stop the cache's thread
-                log.exception("A metadata watcher failed on %s", event.event_data.path)
+                log.exception("A metadata watcher failed on %s", path)
 
         cache.listen(listener)
         cache.listen_fault(lambda error: log.warning("Watch on %s: %s", prefix, error))
