@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from kcli.broker.partition import Partition
 from kcli.common import TopicPartition
-from kcli.errors import ErrorCode, KafkaError, KafkaStorageError
+from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.storage.log import InconsistentTopicIdError
 from kcli.storage.log_manager import LogManager
 
@@ -117,6 +117,28 @@ class ReplicaManager:
     def is_follower(self, topic: str, index: int) -> bool:
         return (topic, index) in self._followers
 
+    async def open_logs(self, controller_epoch: int, updates: Iterable[PartitionStateUpdate]) -> None:
+        """Open or create, in a worker thread, the logs a LeaderAndIsr request is about to host
+        here, so that applying it (on the loop) does not wait on the disk: a request for a topic
+        of a thousand partitions would otherwise hold every other client for seconds. Errors are
+        left for ``become_leader_or_follower`` to meet and answer."""
+        if controller_epoch < self.controller_epoch:
+            return
+        new = [
+            (u.topic, u.index, _topic_id_of(u))
+            for u in updates
+            if self.broker_id in u.replicas and self.log_manager.get_log(u.topic, u.index) is None
+        ]
+        if new:
+            await asyncio.get_running_loop().run_in_executor(None, self._open_logs, new)
+
+    def _open_logs(self, partitions) -> None:
+        for topic, index, topic_id in partitions:
+            try:
+                self.log_manager.get_or_create_log(topic, index, topic_id)
+            except (OSError, KcliError):
+                pass
+
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int, updates: Iterable[PartitionStateUpdate]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Apply a LeaderAndIsr request (Kafka's ReplicaManager.becomeLeaderOrFollower): the
         request's error and each partition's. A request from an older controller epoch changes
@@ -162,10 +184,8 @@ class ReplicaManager:
 
     def _apply(self, update: PartitionStateUpdate) -> ErrorCode:
         role = self.become_leader if update.leader == self.broker_id else self.become_follower
-        # A request without topic ids (LeaderAndIsr v0-4) names the topic by its name alone.
-        topic_id = update.topic_id if update.topic_id is not None and update.topic_id.int != 0 else None
         try:
-            role(update.topic, update.index, topic_id, leader_epoch=update.leader_epoch, replicas=list(update.replicas), isr=list(update.isr))
+            role(update.topic, update.index, _topic_id_of(update), leader_epoch=update.leader_epoch, replicas=list(update.replicas), isr=list(update.isr))
         except InconsistentTopicIdError as e:
             # The log here belongs to an earlier topic of the same name: it is left as it is.
             log.error("[Broker id=%d] Topic Id of partition %s-%d does not match the request's: %s", self.broker_id, update.topic, update.index, e)
@@ -284,3 +304,9 @@ class ReplicaManager:
                     waiters.discard(future)
                     if not waiters:
                         del self._waiters[key]
+
+
+def _topic_id_of(update: PartitionStateUpdate) -> uuid.UUID | None:
+    """The update's topic id; None from a request without topic ids (LeaderAndIsr v0-4), which
+    names the topic by its name alone."""
+    return update.topic_id if update.topic_id is not None and update.topic_id.int != 0 else None

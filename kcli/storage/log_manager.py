@@ -246,12 +246,15 @@ class LogManager:
         online = self.online_log_dirs()
         if not online:
             raise KafkaStorageError(f"No log dir is online to create a log in: {', '.join(map(str, self.log_dirs))} are offline")
-        counts = {d: 0 for d in online}
+        if len(online) == 1:
+            return online[0]
+        # Counted by path string: hashing Path objects made creating n logs cost O(n^2) slow steps.
+        counts = {str(d): 0 for d in online}
         for partition_log in self._logs.values():
-            parent = partition_log.dir.parent
+            parent = str(partition_log.dir.parent)
             if parent in counts:
                 counts[parent] += 1
-        return min(online, key=lambda d: counts[d])
+        return min(online, key=lambda d: counts[str(d)])
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove the partition's log and its files (its cleaning stopped first, its cleaner

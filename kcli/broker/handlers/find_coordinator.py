@@ -78,7 +78,10 @@ def _leader_of(broker, topic, partition: int) -> dict:
     state = topic.partitions.get(partition)
     leader = state.leader if state is not None else -1
     node = next((b for b in broker.live_brokers() if b.id == leader), None)
-    if node is None:
+    # Named leader here but not hosting it yet (the controller's LeaderAndIsr is still being
+    # applied, or the log is offline): not this broker's to coordinate yet, as on a Kafka broker,
+    # whose cache learns the leader only after it took the partition up.
+    if node is None or (leader == broker.id and broker.replica_manager.get(topic.name, partition) is None):
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE.message)
     return {"node_id": node.id, "host": node.host, "port": node.port}
 

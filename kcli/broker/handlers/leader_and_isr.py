@@ -8,7 +8,8 @@ registration of this broker answers STALE_BROKER_EPOCH, one from an older contro
 STALE_CONTROLLER_EPOCH, each for every partition and changing nothing. Per partition: a leader
 epoch not newer than the one hosted answers STALE_CONTROLLER_EPOCH (left as it is), a partition
 whose replicas do not include this broker UNKNOWN_TOPIC_OR_PARTITION, a log in an offline dir
-KAFKA_STORAGE_ERROR.
+KAFKA_STORAGE_ERROR, a log of an earlier topic of the same name INCONSISTENT_TOPIC_ID. New logs
+are created in a worker thread first, so a large topic does not hold the loop.
 
 Version notes: v1 adds is_new; v2 the broker epoch and groups partitions by topic; v3 adding
 and removing replicas; v4 is flexible; v5 adds topic ids and the request type, and answers by
@@ -35,7 +36,7 @@ def partition_states(request):
     return [(t.topic_name, getattr(t, "topic_id", None), p) for t in request.topic_states for p in t.partition_states]
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     broker = ctx.broker
     states = partition_states(request)
     if broker_epoch_is_stale(broker, request):
@@ -54,6 +55,7 @@ def handle(ctx, request):
         )
         for name, topic_id, p in states
     ]
+    await broker.replica_manager.open_logs(request.controller_epoch, updates)
     error, errors = broker.replica_manager.become_leader_or_follower(request.controller_id, request.controller_epoch, updates)
     if error == ErrorCode.NONE:
         broker.leadership_changed(updates)
