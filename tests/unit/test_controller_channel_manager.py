@@ -72,3 +72,29 @@ def test_requests_reach_a_broker_in_order_even_when_it_starts_listening_later():
     seen, answers = run(scenario())
     assert seen == [1, 2, 3]
     assert answers == [0, 0, 0]
+
+
+
+def test_closing_stops_a_sender_whose_connection_attempt_swallowed_the_cancellation(monkeypatch):
+    # Python 3.11's wait_for can lose a cancellation that meets a connection attempt failing at
+    # the same moment: the sender then sees an OSError, not CancelledError. It must stop anyway.
+    from kcli.client.connection import BrokerConnection
+
+    async def open_losing_the_cancellation(*args, **kwargs):
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            pass
+        raise OSError("Connect call failed")
+
+    monkeypatch.setattr(BrokerConnection, "open", open_losing_the_cancellation)
+
+    async def scenario():
+        channel = ControllerChannelManager(asyncio.get_running_loop(), 0, timeout_ms=5000)
+        channel.add_broker(1, "127.0.0.1", free_port())
+        channel.send(1, UPDATE_METADATA, fields(1))
+        await asyncio.sleep(0.1)  # the sender is connecting
+        await asyncio.wait_for(channel.close(), TIMEOUT)
+        assert [t for t in asyncio.all_tasks() if t.get_name().startswith("controller-to-broker")] == []
+
+    run(scenario())
