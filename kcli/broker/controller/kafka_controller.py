@@ -213,6 +213,14 @@ class KafkaController:
             self.resign()
             raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {self.broker_id} is no longer the controller") from None
 
+    def run_event(self, event: Callable[[], object]) -> None:
+        """``_run`` for an event nobody waits on: a resignation ends it quietly."""
+        try:
+            self._run(event)
+        except KafkaError as e:
+            if e.error_code != ErrorCode.NOT_CONTROLLER:
+                raise
+
     # -- following the tree -----------------------------------------------------------------------
 
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
@@ -230,10 +238,7 @@ class KafkaController:
         with self._lock:
             events, self._pending = self._pending, []
         if events and self.active:
-            try:
-                self._run(lambda: self._process(events))
-            except KafkaError:
-                pass  # resigned
+            self.run_event(lambda: self._process(events))
 
     def _process(self, events: list[ChangeEvent]) -> None:
         changed: set[str] = set()
@@ -594,9 +599,8 @@ class KafkaController:
             ratio = len(imbalanced) / len(keys)
             log.debug("[Controller id=%d] Leader imbalance ratio for broker %d is %.3f", self.broker_id, broker_id, ratio)
             if ratio * 100 > percentage:
-                try:
-                    moved.extend(self._run(lambda keys=imbalanced: self._elect(keys, PREFERRED)))
-                except KafkaError:
+                self.run_event(lambda keys=imbalanced: moved.extend(self._elect(keys, PREFERRED)))
+                if not self.active:
                     return moved  # resigned
         self._send_batch()
         if moved:

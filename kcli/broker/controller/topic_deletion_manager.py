@@ -135,10 +135,7 @@ class TopicDeletionManager:
                     self.controller.broker_id, replica[0], replica[1], broker, ErrorCode.for_code(code or error).name,
                 )
                 machine.transition([replica], ReplicaState.REPLICA_DELETION_INELIGIBLE)
-        try:
-            self.controller._run(self.resume)
-        except KafkaError:
-            return  # resigned
+        self.controller.run_event(self.resume)
         self.controller.send_batch()
 
     def _complete(self, name: str) -> None:
