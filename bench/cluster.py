@@ -10,7 +10,10 @@ of its own):
   - produce and consume throughput (100 B records, 6 partitions, replication factor 1) over 3
     brokers against one embedded-mode broker in the same run, the ratio (goal >= 0.8);
   - the RSS of a ZooKeeper-mode broker holding 10 topics x 100 partitions of one record each
-    (goal < 200 MB).
+    (goal < 200 MB);
+  - with 900 partitions over the 3 brokers: a clean stop (SIGTERM, controlled shutdown: the
+    controller takes the broker's 300 partitions offline) to the broker's exit, and a clean stop
+    of the controller to a new one.
 
 The brokers use zookeeper.session.timeout.ms=6000 (printed), so that the kill -9 case is short;
 the goal scales with it.
@@ -42,6 +45,7 @@ from broker import KcliBroker, kcli_create_topics, produce_one_each, run_loadgen
 from tests.zookeeper_process import ZooKeeperProcess  # noqa: E402
 
 SESSION_TIMEOUT_MS = 6000
+WIDE = 900  # partitions of the topic the controlled-shutdown case spreads over the 3 brokers
 
 
 def zk_broker(workdir: Path, connect: str, broker_id: int) -> KcliBroker:
@@ -97,6 +101,36 @@ def failover(zk: KazooClient, brokers: dict[int, KcliBroker], sig: int) -> float
     return elapsed
 
 
+def partitions_online(zk: KazooClient, topic: str, count: int) -> bool:
+    """Every partition of ``topic`` has a leader in ZooKeeper (pipelined reads)."""
+    pending = [zk.get_async(f"/brokers/topics/{topic}/partitions/{p}/state") for p in range(count)]
+    try:
+        return all(json.loads(answer.get(timeout=10)[0])["leader"] >= 0 for answer in pending)
+    except Exception:
+        return False
+
+
+def wait_serving(zk: KazooClient, brokers: dict[int, KcliBroker], topic: str, count: int) -> None:
+    """Every partition of ``topic`` has a leader that acknowledges a record."""
+    wait(lambda: partitions_online(zk, topic, count), 120, interval=0.2)
+    produce_one_each(",".join(b.bootstrap for b in brokers.values()), {topic: count})
+
+
+def controlled_shutdown(zk: KazooClient, brokers: dict[int, KcliBroker], topic: str, count: int) -> float:
+    """SIGTERM a broker that is not the controller; seconds until it exits. Restarts it after and
+    waits for its partitions to lead again."""
+    first = wait(lambda: controller(zk), 30)
+    victim_id = next(b for b in sorted(brokers) if b != first)
+    victim = brokers[victim_id]
+    start = time.perf_counter()
+    victim.process.send_signal(signal.SIGTERM)
+    victim.process.wait(120)
+    elapsed = time.perf_counter() - start
+    brokers[victim_id] = KcliBroker(victim.log_dir, overrides=victim.overrides).start()
+    wait_serving(zk, brokers, topic, count)
+    return elapsed
+
+
 def throughput(bootstrap: str, topic_prefix: str, count: int, create_on: str) -> tuple[float, float]:
     """msgs/s of a produce then a consume of ``count`` 100 B records over 6 partitions."""
     topic = f"{topic_prefix}-{time.monotonic_ns()}"
@@ -145,6 +179,13 @@ def main() -> None:
                 pairs.append(result)
             single.stop()
             single = None
+            kcli_create_topics(brokers[0].bootstrap, {"wide": WIDE})
+            wait_serving(zk, brokers, "wide", WIDE)
+            wide_shutdown = [controlled_shutdown(zk, brokers, "wide", WIDE) for _ in range(rounds)]
+            wide_failover = []
+            for _ in range(rounds):
+                wide_failover.append(failover(zk, brokers, signal.SIGTERM))
+                wait_serving(zk, brokers, "wide", WIDE)
             for broker in brokers.values():
                 broker.stop()
             brokers.clear()
@@ -186,6 +227,9 @@ def main() -> None:
         ratio = cluster_rate / single_rate
         print(f"  {label} {count:,} x 100 B: 3 brokers {cluster_rate:,.0f} msgs/s, one broker {single_rate:,.0f} msgs/s,"
               f" ratio {ratio:.2f} (goal >= 0.8: {ok(ratio >= 0.8)})")
+    print(f"  {WIDE} partitions: controlled shutdown of a broker leading {WIDE // 3}, SIGTERM to exit: {median(wide_shutdown):.2f} s"
+          f"  {[round(v, 2) for v in wide_shutdown]}")
+    print(f"  {WIDE} partitions: controller failover after SIGTERM: {median(wide_failover):.2f} s  {[round(v, 2) for v in wide_failover]}")
     print(f"  RSS of a ZooKeeper-mode broker: {rss_empty:.1f} MB empty, {rss_full:.1f} MB with 1,000 partitions"
           f" (goal < 200 MB: {ok(rss_full < 200)})")
 
