@@ -188,7 +188,9 @@ def test_kcli_producer_commits_offsets_with_a_coordinator_on_another_broker(clus
 
     async def scenario() -> dict:
         async with NetworkClient(cluster.bootstrap) as client:
-            await client.coordinator("probe", 0)  # creates __consumer_offsets
+            # Creates __consumer_offsets; the first answers are COORDINATOR_NOT_AVAILABLE until
+            # the coordinator's broker hosts the partition, as from Kafka: retried as clients do.
+            await client.retrying(lambda: client.coordinator("probe", 0))
             producer = KcliProducer.from_properties(client, {"transactional.id": "offsets-txn"})
             async with producer:
                 await producer.init_transactions()
