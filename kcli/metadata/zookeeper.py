@@ -418,7 +418,7 @@ class ZooKeeperStore(MetadataStore):
             # order on one thread, so a node it no longer holds below the root is not reported
             # created or changed; its deletion was (or is about to be) reported.
             path = event.event_data.path
-            if kind is not ChangeKind.DELETED and path != cache._root._path and cache.get_data(path) is None:
+            if kind is not ChangeKind.DELETED and path != prefix and cache.get_data(path) is None:
                 return
             try:
                 callback([ChangeEvent(kind, path)])
