@@ -113,59 +113,37 @@ class ControllerBrokerRequestBatch:
     # -- the requests' fields (by Kafka 3.9's names, for every version) ---------------------------
 
     def _leader_and_isr_fields(self, controller_epoch: int, live, broker_id: int, partitions) -> dict:
-        by_topic: dict[str, tuple[uuid.UUID | None, list]] = {}
-        leaders: set[int] = set()
-        for p, is_new in partitions:
-            s = p.state
-            leaders.add(s.leader)
-            by_topic.setdefault(p.topic, (p.topic_id, []))[1].append({
-                "partition_index": p.index,
-                "controller_epoch": s.controller_epoch,
-                "leader": s.leader,
-                "leader_epoch": s.leader_epoch,
-                "isr": list(s.isr),
-                "partition_epoch": s.partition_epoch,
-                "replicas": list(s.replicas),
-                "adding_replicas": list(s.adding_replicas),
-                "removing_replicas": list(s.removing_replicas),
+        partitions = list(partitions)
+        leaders = {p.state.leader for p, _ in partitions}
+        states = [
+            (p, {
+                **_partition_fields(p),
+                "partition_epoch": p.state.partition_epoch,
+                "adding_replicas": list(p.state.adding_replicas),
+                "removing_replicas": list(p.state.removing_replicas),
                 "is_new": is_new,
-                "leader_recovery_state": s.leader_recovery_state,
+                "leader_recovery_state": p.state.leader_recovery_state,
             })
+            for p, is_new in partitions
+        ]
         return {
-            "controller_id": self.controller_id,
-            "controller_epoch": controller_epoch,
-            "broker_epoch": live[broker_id].epoch,
-            "topic_states": [
-                {"topic_name": name, "topic_id": topic_id or uuid.UUID(int=0), "partition_states": states}
-                for name, (topic_id, states) in sorted(by_topic.items())
-            ],
+            **self._header(controller_epoch, live, broker_id, states),
             "live_leaders": [
                 {"broker_id": b, "host_name": live[b].host, "port": live[b].port} for b in sorted(leaders) if b in live
             ],
         }
 
     def _update_metadata_fields(self, controller_epoch: int, live, broker_id: int, states: list[TopicPartitionState]) -> dict:
-        by_topic: dict[str, tuple[uuid.UUID | None, list]] = {}
-        for p in states:
-            s = p.state
-            by_topic.setdefault(p.topic, (p.topic_id, []))[1].append({
-                "partition_index": p.index,
-                "controller_epoch": s.controller_epoch,
-                "leader": s.leader,
-                "leader_epoch": s.leader_epoch,
-                "isr": list(s.isr),
-                "zk_version": s.partition_epoch,
-                "replicas": list(s.replicas),
-                "offline_replicas": [r for r in s.replicas if r not in live],
+        fields = [
+            (p, {
+                **_partition_fields(p),
+                "zk_version": p.state.partition_epoch,
+                "offline_replicas": [r for r in p.state.replicas if r not in live],
             })
+            for p in states
+        ]
         return {
-            "controller_id": self.controller_id,
-            "controller_epoch": controller_epoch,
-            "broker_epoch": live[broker_id].epoch,
-            "topic_states": [
-                {"topic_name": name, "topic_id": topic_id or uuid.UUID(int=0), "partition_states": partitions}
-                for name, (topic_id, partitions) in sorted(by_topic.items())
-            ],
+            **self._header(controller_epoch, live, broker_id, fields),
             "live_brokers": [
                 {
                     "id": b.broker_id,
@@ -180,6 +158,22 @@ class ControllerBrokerRequestBatch:
             ],
         }
 
+    def _header(self, controller_epoch: int, live, broker_id: int, states) -> dict:
+        """The fields LeaderAndIsr and UpdateMetadata share: who sends, to which registration, and
+        the partitions' fields grouped by topic."""
+        by_topic: dict[str, tuple[uuid.UUID | None, list]] = {}
+        for p, fields in states:
+            by_topic.setdefault(p.topic, (p.topic_id, []))[1].append(fields)
+        return {
+            "controller_id": self.controller_id,
+            "controller_epoch": controller_epoch,
+            "broker_epoch": live[broker_id].epoch,
+            "topic_states": [
+                {"topic_name": name, "topic_id": topic_id or uuid.UUID(int=0), "partition_states": partitions}
+                for name, (topic_id, partitions) in sorted(by_topic.items())
+            ],
+        }
+
     def _stop_replica_fields(self, controller_epoch: int, live, broker_id: int, stops: _Stops) -> dict:
         by_topic: dict[str, list] = {}
         for (topic, index), (leader_epoch, delete) in sorted(stops.partitions.items()):
@@ -190,3 +184,16 @@ class ControllerBrokerRequestBatch:
             "broker_epoch": live[broker_id].epoch,
             "topic_states": [{"topic_name": name, "partition_states": parts} for name, parts in by_topic.items()],
         }
+
+
+def _partition_fields(partition: TopicPartitionState) -> dict:
+    """A partition's state as both LeaderAndIsr and UpdateMetadata carry it."""
+    state = partition.state
+    return {
+        "partition_index": partition.index,
+        "controller_epoch": state.controller_epoch,
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "replicas": list(state.replicas),
+    }
