@@ -370,7 +370,15 @@ class Broker:
     def _on_topic_change(self, change: TopicChange) -> None:
         name, topic = change.name, change.topic
         hosted = [p.index for p in self.replica_manager.partitions() if p.topic == name]
+        if topic is None and self.cluster_mode:
+            # Gone from this broker's view (its znode deleted by hand, the topic-deletion
+            # procedure's UpdateMetadata, or its last step): as on a Kafka broker, which does not
+            # watch topic znodes, nothing is stopped or deleted here. A replica is deleted only on
+            # the controller's StopReplica with delete (``ReplicaManager.stop_replicas_request``).
+            return
         if topic is None:
+            # Single-process mode: the embedded tree is written by this process alone (its
+            # DeleteTopics and its controller), so a topic leaving it is this broker's own deletion.
             self.replica_manager.stop_replicas(name, hosted, delete=True)
             self.fetch_sessions.remove_topic(name)
             return

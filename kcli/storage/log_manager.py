@@ -258,7 +258,9 @@ class LogManager:
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove the partition's log and its files (its cleaning stopped first, its cleaner
-        checkpoint entry removed); False when there is none."""
+        checkpoint entry removed); False when there is none. Its one caller is
+        ``ReplicaManager.stop_replicas`` with ``delete``: a broker deletes a replica only on the
+        controller's StopReplica with delete (or, in single-process mode, its own topic deletion)."""
         with self._lock:
             partition_log = self._logs.pop((topic, partition), None)
         if partition_log is None:
@@ -268,6 +270,7 @@ class LogManager:
             cleaner.abort_cleaning((topic, partition))
             cleaner.update_checkpoints(partition_log.dir.parent, remove=(topic, partition))
         partition_log.delete()
+        log.info("Deleted log for partition %s-%d in %s.", topic, partition, partition_log.dir)
         return True
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:

@@ -271,6 +271,18 @@ def test_a_failed_replica_deletion_is_ineligible_and_tried_again_when_its_broker
     controller.resign()
 
 
+def test_a_topic_znode_removed_by_hand_is_forgotten_and_no_replica_is_deleted(tree, caplog):
+    controller, channel = controller_of(tree)
+    create(tree, "gone", {0: [0], 1: [1]})
+    channel.take()
+    with caplog.at_level("WARNING", logger="kcli.broker.controller"):
+        tree.store.multi(tree.topic_deletion_ops("gone"))
+    assert "gone" not in controller.context.assignments
+    assert channel.take(STOP_REPLICA) == []
+    assert any("Topic gone was removed" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+    controller.resign()
+
+
 # -- AlterPartition -------------------------------------------------------------------------------
 
 

@@ -20,7 +20,9 @@ then on decides on that copy, keeping it current from its watches and its own wr
   its replicas go OfflineReplica, leaving the ISRs they were in;
 * when a broker starts (onBrokerStartup) its replicas go OnlineReplica and offline partitions it
   can lead come back online;
-* a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``).
+* a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``);
+* a topic znode removed any other way (by hand) is forgotten: no broker is told to delete its
+  replicas, whose logs stay.
 
 With a channel (cluster mode, ``channel_manager``) the controller tells brokers what it decided,
 batched per event (``request_batch``), as Kafka's controller does: LeaderAndIsr to the replicas of
@@ -257,11 +259,22 @@ class KafkaController:
             self._refresh_brokers()
         for name in sorted(deleted - changed):
             if name in self.context.assignments and self.zk_client.store.exists(zk.topic_path(name)) is None:
-                self.forget_topic(name)  # removed by hand, or by a deletion without a channel
+                self._topic_znode_removed(name)
         if changed:
             self._on_topics_changed(changed)
         self._handle_marked(sorted(marked))
         self._send_batch()
+
+    def _topic_znode_removed(self, name: str) -> None:
+        """The topic's znode went without the topic-deletion procedure (by hand, or by a deletion
+        without a channel): the controller forgets the topic, as Kafka's processTopicChange does,
+        and tells no broker to stop or delete anything, so every replica's log stays on disk."""
+        if self.channel is not None and name not in self.deletion.topics_to_delete:
+            log.warning(
+                "[Controller id=%d] Topic %s was removed from %s without being marked under %s: forgetting it; "
+                "its replicas' logs stay on the brokers", self.broker_id, name, zk.TOPICS, zk.DELETE_TOPICS,
+            )
+        self.forget_topic(name)
 
     def _handle_marked(self, names) -> None:
         if self.channel is not None:

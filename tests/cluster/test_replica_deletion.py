@@ -1,0 +1,71 @@
+"""When a broker deletes a replica's log, on real broker processes and a real ZooKeeper, as on a
+Kafka 2.8 cluster in ZooKeeper mode.
+
+A broker deletes a replica only on the controller's StopReplica with delete, which the controller
+sends only through the topic-deletion procedure (``/admin/delete_topics``). A topic znode removed
+by hand is forgotten by the controller; every log stays.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kcli.storage.records import iter_batches
+from tests.cluster.conftest import wait_until, zk_session
+from tests.cluster.test_zookeeper_cluster import create_topic, leaders, metadata, produce
+
+
+def _controller(zk) -> int:
+    return json.loads(zk.get("/controller")[0])["brokerid"]
+
+
+def _placed(cluster, topic: str) -> dict[int, int]:
+    return wait_until(lambda: (lambda led: led if -1 not in led.values() else None)(leaders(cluster.bootstrap, topic)))
+
+
+def _stored_values(log_dir: Path, topic: str) -> dict[int, list[bytes]]:
+    """Every record value in the topic's partition logs under ``log_dir``, read from the segment
+    files themselves, by partition."""
+    stored: dict[int, list[bytes]] = {}
+    for directory in sorted(log_dir.glob(f"{topic}-*")):
+        suffix = directory.name[len(topic) + 1:]
+        if not suffix.isdigit():
+            continue
+        values = stored.setdefault(int(suffix), [])
+        for segment in sorted(directory.glob("*.log")):
+            for batch in iter_batches(segment.read_bytes()):
+                values.extend(record.value for record in batch.records())
+    return stored
+
+
+def _all_stored(cluster, topic: str) -> list[bytes]:
+    return sorted(v for broker in cluster.brokers.values() for values in _stored_values(broker.log_dir, topic).values() for v in values)
+
+
+def _deleted_dirs(cluster, topic: str) -> list[Path]:
+    return [d for broker in cluster.brokers.values() for d in broker.log_dir.glob(f"{topic}-*") if not d.name[len(topic) + 1:].isdigit()]
+
+
+def test_a_topic_znode_deleted_by_hand_keeps_every_replicas_log(cluster):
+    cluster.start(3)
+    with zk_session(cluster) as zk:
+        create_topic(cluster.bootstrap, "kept", 6)
+        placed = _placed(cluster, "kept")
+        assert sorted(set(placed.values())) == [0, 1, 2]
+        produce(cluster.bootstrap, "kept", 300)
+        expected = sorted(b"value-%d" % i for i in range(300))
+        assert _all_stored(cluster, "kept") == expected
+        controller = _controller(zk)
+        zk.delete("/brokers/topics/kept", recursive=True)
+        # Every broker's view loses the topic (it has seen the znode go)...
+        for broker in cluster.brokers.values():
+            wait_until(lambda broker=broker: "kept" not in metadata(broker.bootstrap).topics)
+    # ...and every acknowledged record is still in the log of the broker that led its partition.
+    for index, leader in placed.items():
+        assert (cluster.brokers[leader].log_dir / f"kept-{index}").is_dir()
+    assert _all_stored(cluster, "kept") == expected
+    assert _deleted_dirs(cluster, "kept") == []
+    assert not any("Deleted log for partition kept-" in line for broker in cluster.brokers.values() for line in broker.log_lines)
+    # The controller forgot the topic, and said so.
+    wait_until(lambda: any("Topic kept was removed from /brokers/topics" in line for line in cluster.brokers[controller].log_lines))
