@@ -130,7 +130,8 @@ class Broker:
         if self.cluster_mode:
             self.controller_channel = ControllerChannelManager(loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"))
         self.controller = KafkaController(
-            self.zk_client, self.id, thread, channel=self.controller_channel, inter_broker_listener=self.inter_broker_listener()
+            self.zk_client, self.id, thread, channel=self.controller_channel, inter_broker_listener=self.inter_broker_listener(),
+            delete_topic_enable=self.config.get("delete.topic.enable"),
         )
         await thread.call(self.metadata.start)
         self.cluster_id = await thread.call(self.zk_client.get_or_create_cluster_id)

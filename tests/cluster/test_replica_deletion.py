@@ -2,8 +2,9 @@
 Kafka 2.8 cluster in ZooKeeper mode.
 
 A broker deletes a replica only on the controller's StopReplica with delete, which the controller
-sends only through the topic-deletion procedure (``/admin/delete_topics``). A topic znode removed
-by hand is forgotten by the controller; every log stays.
+sends only through the topic-deletion procedure (``/admin/delete_topics``) and only with
+``delete.topic.enable``. A topic znode removed by hand is forgotten by the controller; every log
+stays.
 """
 
 from __future__ import annotations
@@ -11,9 +12,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
 from kcli.storage.records import iter_batches
 from tests.cluster.conftest import wait_until, zk_session
 from tests.cluster.test_zookeeper_cluster import create_topic, leaders, metadata, produce
+
+TOPIC_DELETION_DISABLED = 73
 
 
 def _controller(zk) -> int:
@@ -69,3 +76,32 @@ def test_a_topic_znode_deleted_by_hand_keeps_every_replicas_log(cluster):
     assert not any("Deleted log for partition kept-" in line for broker in cluster.brokers.values() for line in broker.log_lines)
     # The controller forgot the topic, and said so.
     wait_until(lambda: any("Topic kept was removed from /brokers/topics" in line for line in cluster.brokers[controller].log_lines))
+
+
+def test_with_topic_deletion_disabled_a_deletion_mark_is_removed_and_nothing_deleted(cluster):
+    for broker_id in range(2):
+        cluster.broker(broker_id, **{"delete.topic.enable": "false"}).start(timeout=60)
+    with zk_session(cluster) as zk:
+        create_topic(cluster.bootstrap, "kept", 4)
+        placed = _placed(cluster, "kept")
+        produce(cluster.bootstrap, "kept", 100)
+        expected = sorted(b"value-%d" % i for i in range(100))
+        assert _all_stored(cluster, "kept") == expected
+        # DeleteTopics through a broker: refused, as Kafka refuses it.
+        for broker in cluster.brokers.values():
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # kept alive until the answer comes
+            future = admin.delete_topics(["kept"], operation_timeout=20)["kept"]
+            with pytest.raises(KafkaException) as refused:
+                future.result(30)
+            assert refused.value.args[0].code() == TOPIC_DELETION_DISABLED
+        # A mark written as ZooKeeper-era tools write it: the controller removes it and deletes nothing.
+        controller = _controller(zk)
+        zk.create("/admin/delete_topics/kept")
+        wait_until(lambda: zk.exists("/admin/delete_topics/kept") is None)
+        assert zk.exists("/brokers/topics/kept") is not None
+        assert leaders(cluster.bootstrap, "kept") == placed
+    for index, leader in placed.items():
+        assert (cluster.brokers[leader].log_dir / f"kept-{index}").is_dir()
+    assert _all_stored(cluster, "kept") == expected
+    assert _deleted_dirs(cluster, "kept") == []
+    assert any("since delete topic is disabled" in line for line in cluster.brokers[controller].log_lines)

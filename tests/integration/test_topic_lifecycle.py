@@ -85,6 +85,23 @@ def test_delete_by_topic_id_removes_the_topic_and_its_logs(broker):
         assert code(missing.responses[0].error_code) == UNKNOWN_TOPIC_ID
 
 
+def test_delete_topics_with_topic_deletion_disabled_is_refused_and_keeps_the_logs(tmp_path):
+    # Single-process mode, as Kafka's KafkaApis: TOPIC_DELETION_DISABLED, nothing deleted.
+    process = BrokerProcess(tmp_path / "data", {"broker.id": "3", "delete.topic.enable": "false"}).start()
+    try:
+        with WireClient("127.0.0.1", process.port) as client:
+            created = _create(client, "kept", partitions=1)
+            client.produce("kept", 0, _batch(3))
+            for request in ({"name": "kept", "topic_id": uuid.UUID(int=0)}, {"name": None, "topic_id": created.topic_id}):
+                response = client.call(DELETE_TOPICS, 6, {"topics": [request], "timeout": 10000})
+                assert code(response.responses[0].error_code) == ErrorCode.TOPIC_DELETION_DISABLED
+            assert code(_metadata(client, "kept").error_code) == NONE
+            assert client.list_offset("kept", 0, -1)[1] == 3
+        assert (process.log_dir / "kept-0").is_dir()
+    finally:
+        process.stop()
+
+
 def test_offset_for_leader_epoch_answers_the_log_end_for_the_current_epoch(broker):
     with WireClient("127.0.0.1", broker.port) as client:
         _create(client, "epochs", partitions=1)

@@ -116,11 +116,11 @@ def register(client, broker_id):
     client.register_broker(broker_id, [zk.Endpoint("PLAINTEXT", "127.0.0.1", 9092 + broker_id)])
 
 
-def controller_of(client, brokers=(0, 1, 2)):
+def controller_of(client, brokers=(0, 1, 2), **options):
     for broker_id in brokers:
         register(client, broker_id)
     channel = RecordingChannel()
-    controller = KafkaController(client, 0, channel=channel)
+    controller = KafkaController(client, 0, channel=channel, **options)
     controller.elect()
     return controller, channel
 
@@ -268,6 +268,31 @@ def test_a_failed_replica_deletion_is_ineligible_and_tried_again_when_its_broker
     (_, _, fields, callback), = channel.take(STOP_REPLICA)
     callback(answer(fields))
     assert not tree.topic_exists("doomed")
+    controller.resign()
+
+
+def test_a_deletion_mark_is_removed_and_nothing_deleted_when_topic_deletion_is_disabled(tree, caplog):
+    controller, channel = controller_of(tree, delete_topic_enable=False)
+    create(tree, "kept", {0: [0], 1: [1]})
+    channel.take()
+    with caplog.at_level("INFO", logger="kcli.broker.controller"):
+        tree.store.create(zk.delete_topic_path("kept"), zk.DELETE_TOPIC_MARKER, makepath=True)
+    assert tree.store.exists(zk.delete_topic_path("kept")) is None
+    assert tree.topic_exists("kept") and tree.partition_state("kept", 0)[0].leader == 0
+    assert channel.take(STOP_REPLICA) == [] and channel.take(UPDATE_METADATA) == []
+    assert "kept" not in controller.deletion.topics_to_delete
+    assert any("Removing kept since delete topic is disabled" in r.getMessage() for r in caplog.records)
+    controller.resign()
+
+
+def test_a_deletion_mark_found_by_a_new_controller_is_removed_when_topic_deletion_is_disabled(tree):
+    register(tree, 0)
+    create(tree, "kept", {0: [0]})
+    tree.store.create(zk.delete_topic_path("kept"), zk.DELETE_TOPIC_MARKER, makepath=True)
+    controller, channel = controller_of(tree, brokers=(), delete_topic_enable=False)
+    assert tree.store.exists(zk.delete_topic_path("kept")) is None
+    assert tree.topic_exists("kept")
+    assert channel.take(STOP_REPLICA) == []
     controller.resign()
 
 

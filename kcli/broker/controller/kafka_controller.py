@@ -20,7 +20,8 @@ then on decides on that copy, keeping it current from its watches and its own wr
   its replicas go OfflineReplica, leaving the ISRs they were in;
 * when a broker starts (onBrokerStartup) its replicas go OnlineReplica and offline partitions it
   can lead come back online;
-* a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``);
+* a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``); with
+  ``delete.topic.enable=false`` the mark is removed and nothing is deleted;
 * a topic znode removed any other way (by hand) is forgotten: no broker is told to delete its
   replicas, whose logs stay.
 
@@ -75,6 +76,7 @@ class KafkaController:
         *,
         channel=None,
         inter_broker_listener: str = "PLAINTEXT",
+        delete_topic_enable: bool = True,
     ) -> None:
         self.zk_client = zk_client
         self.thread = thread if thread is not None else InlineMetadataThread()
@@ -87,6 +89,8 @@ class KafkaController:
         # None: no brokers to tell (the embedded single-process mode, the tools).
         self.channel = channel
         self.inter_broker_listener = inter_broker_listener.upper()
+        # ``delete.topic.enable``: when false a deletion mark is removed and nothing is deleted.
+        self.delete_topic_enable = delete_topic_enable
         self._batch = ControllerBrokerRequestBatch(broker_id, channel)
         self.context = ControllerContext()
         self.partition_states = PartitionStateMachine(broker_id)
@@ -174,7 +178,7 @@ class KafkaController:
                     ReplicaState.ONLINE_REPLICA if replica in live else ReplicaState.OFFLINE_REPLICA
                 )
         marked = store.get_children(zk.DELETE_TOPICS)
-        if self.channel is not None:
+        if self.channel is not None and self.delete_topic_enable:
             self.deletion.topics_to_delete.update(marked)
         # Every partition's state to its live replicas, the whole cluster to every broker (nothing
         # is taken as sent by an earlier controller).
@@ -277,6 +281,10 @@ class KafkaController:
         self.forget_topic(name)
 
     def _handle_marked(self, names) -> None:
+        names = list(names)
+        if names and not self.delete_topic_enable:
+            self._remove_marks(names)
+            return
         if self.channel is not None:
             self.deletion.enqueue(names)
         else:
@@ -403,6 +411,16 @@ class KafkaController:
         live = context.live_brokers
         self.replica_states.transition([r for r in replicas if r[2] in live], ReplicaState.ONLINE_REPLICA)
         self.replica_states.transition([r for r in replicas if r[2] not in live], ReplicaState.OFFLINE_REPLICA)
+
+    def _remove_marks(self, names: list[str]) -> None:
+        """``delete.topic.enable=false``: the deletion marks go and the topics stay (Kafka's
+        processTopicDeletion and TopicDeletionManager.init)."""
+        log.info("[Controller id=%d] Removing %s since delete topic is disabled", self.broker_id, ",".join(names))
+        for name in names:
+            try:
+                self.multi([DeleteOp(zk.delete_topic_path(name))])
+            except NoNodeError:
+                pass  # removed meanwhile
 
     def _delete_marked(self, name: str) -> None:
         """Carry out a deletion a ZooKeeper-era tool requested by creating /admin/delete_topics/T."""
