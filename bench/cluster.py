@@ -12,8 +12,8 @@ of its own):
   - the RSS of a ZooKeeper-mode broker holding 10 topics x 100 partitions of one record each
     (goal < 200 MB);
   - with 900 partitions over the 3 brokers: a clean stop (SIGTERM, controlled shutdown: the
-    controller takes the broker's 300 partitions offline) to the broker's exit, and a clean stop
-    of the controller to a new one.
+    broker's 300 one-replica partitions stay led by it until it exits, then the controller takes
+    them offline) to the broker's exit, and a clean stop of the controller to a new one.
 
 The brokers use zookeeper.session.timeout.ms=6000 (printed), so that the kill -9 case is short;
 the goal scales with it.

@@ -1,23 +1,26 @@
-"""When a broker deletes a replica's log, on real broker processes and a real ZooKeeper, as on a
-Kafka 2.8 cluster in ZooKeeper mode.
+"""When a broker deletes a replica's log, and when a partition stops being led, on real broker
+processes and a real ZooKeeper, as on a Kafka 2.8 cluster in ZooKeeper mode.
 
 A broker deletes a replica only on the controller's StopReplica with delete, which the controller
 sends only through the topic-deletion procedure (``/admin/delete_topics``) and only with
-``delete.topic.enable``. A topic znode removed by hand is forgotten by the controller; every log
-stays.
+``delete.topic.enable``. A topic znode removed by hand is forgotten by the controller; every
+log stays. ControlledShutdown acts only on partitions with more than one replica: those of one
+replica stay led by the broker until it really goes.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kcli.storage.records import iter_batches
 from tests.cluster.conftest import wait_until, zk_session
+from tests.cluster.test_controller_channel import exchange
 from tests.cluster.test_zookeeper_cluster import create_topic, leaders, metadata, produce
 
 TOPIC_DELETION_DISABLED = 73
@@ -105,3 +108,36 @@ def test_with_topic_deletion_disabled_a_deletion_mark_is_removed_and_nothing_del
     assert _all_stored(cluster, "kept") == expected
     assert _deleted_dirs(cluster, "kept") == []
     assert any("since delete topic is disabled" in line for line in cluster.brokers[controller].log_lines)
+
+
+def test_rf1_partitions_keep_serving_through_their_brokers_controlled_shutdown_exchange(cluster):
+    cluster.start(2)
+    with zk_session(cluster) as zk:
+        create_topic(cluster.bootstrap, "single", 4)
+        placed = _placed(cluster, "single")
+        controller = _controller(zk)
+        stopping = next(b for b in sorted(set(placed.values())) if b != controller)
+        own = sorted(p for p, leader in placed.items() if leader == stopping)
+        states = {p: json.loads(zk.get(f"/brokers/topics/single/partitions/{p}/state")[0]) for p in own}
+        # ControlledShutdown v1 (broker id only), as the broker sends it when it starts to stop.
+        answer = exchange(cluster.brokers[controller].bootstrap, 7, 1, struct.pack(">i", stopping))
+        error, remaining = struct.unpack_from(">hi", answer)
+        assert (error, remaining) == (0, 0)
+        assert any(f"Shutting down broker {stopping}" in line for line in cluster.brokers[controller].log_lines)
+        # Its one-replica partitions stay led by it, with the same leader epoch, and serve.
+        for p in own:
+            assert json.loads(zk.get(f"/brokers/topics/single/partitions/{p}/state")[0]) == states[p]
+    assert leaders(cluster.bootstrap, "single") == placed
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+    failures = []
+    for p in own:
+        producer.produce("single", value=b"after-%d" % p, partition=p, on_delivery=lambda err, msg: err and failures.append(err))
+    assert producer.flush(30) == 0 and failures == []
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "readers", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition("single", p, 0) for p in own])
+        seen: list[bytes] = []
+        wait_until(lambda: (seen.extend(m.value() for m in consumer.consume(10, 1) if not m.error()), len(seen) >= len(own))[1])
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted(b"after-%d" % p for p in own)

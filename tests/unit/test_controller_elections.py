@@ -156,19 +156,36 @@ def test_a_new_topic_sends_leader_and_isr_to_its_replicas_and_update_metadata_to
     controller.resign()
 
 
-def test_controlled_shutdown_moves_rf1_partitions_offline_at_once(tree):
+def test_controlled_shutdown_leaves_rf1_partitions_led_by_the_broker_until_it_goes(tree):
+    # Kafka 2.8's doControlledShutdown acts only on partitions with more than one replica.
     controller, channel = controller_of(tree)
     create(tree, "orders", {0: [1], 1: [2]})
     channel.take()
-    epoch = tree.store.exists(zk.broker_id_path(1)).czxid
-    remaining = controller._controlled_shutdown(1, epoch)
-    assert remaining == []
+    before, version = tree.partition_state("orders", 0)
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    assert tree.partition_state("orders", 0) == (before, version)
+    assert controller.partition_states.state("orders", 0) is PartitionState.ONLINE_PARTITION
+    assert controller.replica_states.state(("orders", 0, 1)) is ReplicaState.ONLINE_REPLICA
+    assert channel.take(LEADER_AND_ISR) == []
+    # When the broker really goes, the broker-failure path takes the partition offline.
+    tree.store.delete(zk.broker_id_path(1))
     state, _ = tree.partition_state("orders", 0)
     assert (state.leader, state.isr) == (-1, (1,))
-    assert tree.partition_state("orders", 1)[0].leader == 2
     assert controller.partition_states.state("orders", 0) is PartitionState.OFFLINE_PARTITION
-    to_leaders = {b: partitions_of(f) for b, api, f, _ in channel.take(LEADER_AND_ISR)}
-    assert to_leaders[1][("orders", 0)]["leader"] == -1
+    controller.resign()
+
+
+def test_controlled_shutdown_answers_remaining_only_partitions_of_more_than_one_replica(tree):
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0]})
+    create(tree, "single", {0: [1]})
+    channel.take()
+    # The broker keeps leading its one-replica partition, which is not listed as remaining (Kafka's
+    # partitionLeadersOnBroker); the partition of two replicas, with no other replica in sync,
+    # goes offline.
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    assert tree.partition_state("single", 0)[0].leader == 1
+    assert tree.partition_state("orders", 0)[0].leader == -1
     controller.resign()
 
 

@@ -30,8 +30,8 @@ batched per event (``request_batch``), as Kafka's controller does: LeaderAndIsr 
 every partition whose state it wrote, UpdateMetadata to every live broker; on becoming controller,
 every partition's state to its replicas and the whole cluster to every broker; to a broker that
 starts, the partitions it holds and the whole cluster. A broker stopping cleanly asks first
-(ControlledShutdown, ``controlled_shutdown``): its partitions move to another live in-sync
-replica, or go offline at once.
+(ControlledShutdown, ``controlled_shutdown``): its partitions of more than one replica move to
+another live in-sync replica, or go offline; those of one replica stay led by it until it goes.
 """
 
 from __future__ import annotations
@@ -713,10 +713,19 @@ class KafkaController:
     # -- controlled shutdown ----------------------------------------------------------------------
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
-        """A broker asks to stop (Kafka's KafkaController.controlledShutdown): the partitions it
-        leads move to another live in-sync replica, or go offline at once, and it leaves the ISRs
-        it follows in; the partitions it still leads afterwards are returned. Runs on the
-        metadata thread."""
+        """A broker asks to stop (Kafka's KafkaController.controlledShutdown). As Kafka 2.8's
+        doControlledShutdown, it acts only on the broker's partitions with more than one replica
+        (that have a leader and are not being deleted): those it leads move to another live
+        in-sync replica, and it leaves the ISRs of those it follows. A partition with one replica
+        stays led by the broker until the broker really goes (then onBrokerFailure takes it
+        offline). Returns the partitions of more than one replica it still leads (Kafka's
+        partitionLeadersOnBroker). Runs on the metadata thread.
+
+        One difference while followers do not replicate (so an ISR rarely holds more than its
+        leader): a partition of more than one replica with no other live replica in sync goes
+        offline at once, where Kafka's failed election leaves it led and listed as remaining,
+        which would make every such stop retry for ``controlled.shutdown.max.retries`` and end
+        unclean."""
         return await self.thread.call(lambda: self._run(lambda: self._controlled_shutdown(broker_id, broker_epoch)))
 
     def _controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
@@ -736,15 +745,18 @@ class KafkaController:
             )
         log.info("[Controller id=%d] Shutting down broker %d", self.broker_id, broker_id)
         context.shutting_down.add(broker_id)
-        hosted = context.partitions_on_broker(broker_id)
-        self._elect(hosted)
-        followed = [(*key, broker_id) for key in hosted if key[0] not in self.deletion.topics_to_delete
-                    and key in context.leadership and context.leadership[key][0].leader != broker_id]
+        to_act_on = [key for key in context.partitions_on_broker(broker_id) if self._moves_on_controlled_shutdown(key)]
+        self._elect(to_act_on)
+        followed = [(*key, broker_id) for key in to_act_on if context.leadership[key][0].leader != broker_id]
         self.replica_states.transition(followed, ReplicaState.OFFLINE_REPLICA)
         self._send_batch()
-        remaining = context.partitions_led_by(broker_id)
+        remaining = [key for key in context.partitions_led_by(broker_id) if self._moves_on_controlled_shutdown(key)]
         log.info("[Controller id=%d] Broker %d leaves %d partition(s) led after its controlled shutdown", self.broker_id, broker_id, len(remaining))
         return remaining
+
+    def _moves_on_controlled_shutdown(self, key: TopicPartition) -> bool:
+        """More than one replica, a leader, and not being deleted (Kafka's partitionsToActOn)."""
+        return len(self.context.replicas(key)) > 1 and key in self.context.leadership and key[0] not in self.deletion.topics_to_delete
 
     # -- partition state --------------------------------------------------------------------------
 

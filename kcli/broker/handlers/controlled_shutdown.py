@@ -1,10 +1,12 @@
 """ControlledShutdown: v0-3
 
 Behaviour: a broker about to stop asks the active controller to move its leadership away first
-(Kafka's KafkaController.controlledShutdown, ``controller/kafka_controller``): each partition it
-leads gets another live in-sync replica as leader (the controlled-shutdown leader selector), or,
-with no other replica in sync, goes offline at once (leader -1); its follower replicas leave the
-ISR. The answer lists the partitions it still leads (empty when all moved). A broker that is not
+(Kafka's KafkaController.controlledShutdown, ``controller/kafka_controller``). Only partitions with
+more than one replica are acted on: each it leads gets another live in-sync replica as leader (the
+controlled-shutdown leader selector), or, with no other replica in sync, goes offline (leader -1);
+its follower replicas leave the ISR. A partition with one replica stays led by it until it really
+goes. The answer lists the partitions of more than one replica it still leads (empty when all
+moved). A broker that is not
 the active controller answers NOT_CONTROLLER; a request carrying an older registration of the
 broker (v2+) STALE_BROKER_EPOCH; an unregistered broker id BROKER_NOT_AVAILABLE.
 
