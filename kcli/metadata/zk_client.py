@@ -32,6 +32,8 @@ from kcli.metadata.store import (
 )
 from kcli.metadata.topics import ZERO_UUID, PartitionState, TopicInfo, random_uuid
 
+log = logging.getLogger("kcli.metadata")
+
 # Kafka purges config change notifications older than this (ZkNodeChangeNotificationListener).
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 TOPIC_CONFIGS = zk.config_entity_type_path(zk.CONFIG_TYPE_TOPICS)
@@ -131,7 +133,13 @@ class KafkaZkClient:
             names = self.store.get_children(zk.BROKER_IDS)
         except NoNodeError:
             return []
-        return sorted(int(name) for name in names if name.lstrip("-").isdigit())
+        ids = []
+        for name in names:
+            if _is_int32(name):
+                ids.append(int(name))
+            elif name.lstrip("-").isdigit():
+                self.report_malformed(zk.ZNodeFormatError(f"{zk.BROKER_IDS}/{name}: the broker id is out of range [{zk.INT32[0]}, {zk.INT32[1]}]"), log)
+        return sorted(ids)
 
     def broker_registration(self, broker_id: int) -> zk.BrokerRegistration | None:
         try:
@@ -242,7 +250,7 @@ class KafkaZkClient:
             names = self.store.get_children(zk.config_entity_type_path(zk.CONFIG_TYPE_BROKERS))
         except NoNodeError:
             return []
-        return sorted(int(name) for name in names if name.isdigit())
+        return sorted(int(name) for name in names if _is_int32(name) and int(name) >= 0)
 
     def load_topic(self, name: str, on_malformed_state: Callable[[zk.ZNodeFormatError], None] | None = None) -> TopicInfo | None:
         """The topic as the tree holds it now, or None; partitions without a state znode yet have
@@ -337,6 +345,11 @@ class KafkaZkClient:
             if stat is not None and stat.ctime < horizon:
                 expired.append(path)
         return expired
+
+
+def _is_int32(name: str) -> bool:
+    """Whether a znode's name is a number an int32 field can carry (a broker id)."""
+    return name.lstrip("-").isascii() and name.lstrip("-").isdigit() and zk.INT32[0] <= int(name) <= zk.INT32[1]
 
 
 def decoded(path: str, decode, data: bytes, *args):
