@@ -271,16 +271,7 @@ class MetadataCache:
         return configs
 
     def _read_brokers(self) -> dict[int, zk.BrokerRegistration]:
-        brokers = {}
-        for broker_id in self.zk_client.registered_brokers():
-            try:
-                registration = self.zk_client.broker_registration(broker_id)
-            except zk.ZNodeFormatError as e:
-                self.zk_client.report_malformed(e, log)
-                continue
-            if registration is not None:
-                brokers[broker_id] = registration
-        return brokers
+        return {broker_id: registration for broker_id, (registration, _) in self.zk_client.live_brokers(self._report_malformed).items()}
 
     def _apply_read(self, read: _Read) -> None:
         from_tree = not (self.fed_by_controller and self._updated_by_controller)
@@ -360,9 +351,30 @@ class MetadataCache:
             return topic
         return replace(topic, partitions={**topic.partitions, **kept})
 
+    @staticmethod
+    def _sendable(topic: TopicInfo | None, previous: TopicInfo | None) -> TopicInfo | None:
+        """``topic`` with each partition state a response could not encode named in one error line
+        and replaced by the cached one (left out when there is none). The tree's decoders and the
+        wire already refuse such numbers: this keeps one bad entry that got in another way from
+        failing every Metadata answer."""
+        if topic is None:
+            return None
+        bad = {index: reason for index, state in topic.partitions.items() if (reason := state.out_of_range(index)) is not None}
+        if not bad:
+            return topic
+        partitions = dict(topic.partitions)
+        for index, reason in sorted(bad.items()):
+            log.error("Ignoring the state of partition %s-%d: %s", topic.name, index, reason)
+            if previous is not None and index in previous.partitions:
+                partitions[index] = previous.partitions[index]
+            else:
+                del partitions[index]
+        return replace(topic, partitions=partitions)
+
     def _apply(self, name: str, topic: TopicInfo | None) -> None:
         with self._lock:
             previous = self._topics.get(name)
+            topic = self._sendable(topic, previous)
             topic = self._newer_states(previous, topic)
             if previous == topic:
                 return
