@@ -141,6 +141,29 @@ class KafkaZkClient:
                 self.report_malformed(zk.ZNodeFormatError(f"{zk.BROKER_IDS}/{name}: the broker id is out of range [{zk.INT32[0]}, {zk.INT32[1]}]"), log)
         return sorted(ids)
 
+    def live_brokers(
+        self, on_malformed: Callable[[zk.ZNodeFormatError], None]
+    ) -> dict[int, tuple[zk.BrokerRegistration, Stat]]:
+        """The brokers alive as the controller counts them, by id, each with its registration and
+        the registration's Stat (its czxid is the broker's epoch): the registered brokers whose
+        ``/brokers/ids/N`` reads and names an endpoint (pipelined reads). A registration that
+        cannot be read is handed to ``on_malformed`` and left out. Every broker's metadata cache
+        learns the same set from the controller, and replicas are placed on it alone."""
+        paths = {zk.broker_id_path(broker_id): broker_id for broker_id in self.registered_brokers()}
+        live: dict[int, tuple[zk.BrokerRegistration, Stat]] = {}
+        for path, answer in self.store.get_many(list(paths)).items():
+            if answer is None:
+                continue
+            broker_id = paths[path]
+            try:
+                registration = decoded(path, zk.decode_broker_registration, answer[0], broker_id)
+            except zk.ZNodeFormatError as e:
+                on_malformed(e)
+                continue
+            if registration.endpoints:
+                live[broker_id] = (registration, answer[1])
+        return live
+
     def broker_registration(self, broker_id: int) -> zk.BrokerRegistration | None:
         try:
             data, _ = self.store.get(zk.broker_id_path(broker_id))
