@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kcli.broker.metadata_thread import InlineMetadataThread
+from kcli.broker.tree_configs import TreeConfigs
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
@@ -87,6 +88,8 @@ class MetadataCache:
         self._controller_id: int | None = None
         self._broker_configs: dict[int | None, dict[str, str]] = {}
         self._pending: _Changed | None = None
+        # Config overrides read from the tree are checked key by key (``tree_configs``).
+        self._tree_configs = TreeConfigs()
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -176,13 +179,13 @@ class MetadataCache:
     def refresh_topic(self, name: str) -> TopicInfo | None:
         """Read ``name`` from the tree and apply it at once (None: the topic is gone): at start,
         and where tree reads may block (the tools and tests); requests use the async form."""
-        topic = self.zk_client.load_topic(name, self._report_malformed)
+        topic = self._load_topic(name)
         self._apply(name, topic)
         return topic
 
     async def refresh_topic_async(self, name: str) -> TopicInfo | None:
         """Read ``name`` on the metadata thread, then apply it on the loop."""
-        topic = await self.thread.call(self.zk_client.load_topic, name, self._report_malformed)
+        topic = await self.thread.call(self._load_topic, name)
         self._apply(name, topic)
         return topic
 
@@ -251,7 +254,7 @@ class MetadataCache:
         # A znode that cannot be read is reported and skipped: the cache keeps what it had of it.
         for name in sorted(changed.topics):
             try:
-                read.topics[name] = self.zk_client.load_topic(name, self._report_malformed)
+                read.topics[name] = self._load_topic(name)
             except zk.ZNodeFormatError as e:
                 self.zk_client.report_malformed(e, log)
         for name in sorted(changed.states.keys() - changed.topics):
@@ -264,10 +267,27 @@ class MetadataCache:
     def _report_malformed(self, error: zk.ZNodeFormatError) -> None:
         self.zk_client.report_malformed(error, log)
 
+    def _load_topic(self, name: str) -> TopicInfo | None:
+        """The topic as the tree holds it, on the metadata thread, its config overrides checked
+        against the ones in effect."""
+        topic = self.zk_client.load_topic(name, self._report_malformed)
+        if topic is None:
+            return None
+        cached = self.topic(name)
+        configs = self._tree_configs.topic(name, topic.configs, cached.configs if cached is not None else None)
+        return topic if configs == topic.configs else replace(topic, configs=configs)
+
     def _read_broker_configs(self) -> dict[int | None, dict[str, str]]:
-        configs: dict[int | None, dict[str, str]] = {None: self.zk_client.broker_configs(None)}
-        for broker_id in self.zk_client.brokers_with_configs():
-            configs[broker_id] = self.zk_client.broker_configs(broker_id)
+        with self._lock:
+            in_effect = dict(self._broker_configs)
+        configs: dict[int | None, dict[str, str]] = {}
+        for broker_id in [None, *self.zk_client.brokers_with_configs()]:
+            try:
+                read = self.zk_client.broker_configs(broker_id)
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)  # the overrides in effect stay
+                read = in_effect.get(broker_id, {})
+            configs[broker_id] = self._tree_configs.broker(broker_id, read, in_effect.get(broker_id))
         return configs
 
     def _read_brokers(self) -> dict[int, zk.BrokerRegistration]:

@@ -256,16 +256,18 @@ class KafkaZkClient:
 
     def topic_configs(self, name: str) -> dict[str, str]:
         try:
-            return zk.decode_entity_config(self.store.get(zk.topic_config_path(name))[0])
+            data = self.store.get(zk.topic_config_path(name))[0]
         except NoNodeError:
             return {}
+        return decoded(zk.topic_config_path(name), zk.decode_entity_config, data)
 
     def broker_configs(self, broker_id: int | None) -> dict[str, str]:
         """The dynamic config overrides of one broker, or the cluster-wide defaults for None."""
         try:
-            return zk.decode_entity_config(self.store.get(zk.broker_config_path(broker_id))[0])
+            data = self.store.get(zk.broker_config_path(broker_id))[0]
         except NoNodeError:
             return {}
+        return decoded(zk.broker_config_path(broker_id), zk.decode_entity_config, data)
 
     def brokers_with_configs(self) -> list[int]:
         """The broker ids that have a ``/config/brokers/<id>`` node."""
