@@ -330,7 +330,7 @@ def decode_controller_epoch(data: bytes) -> int:
     except (UnicodeDecodeError, ValueError):
         raise ZNodeFormatError(f"Failed to parse the controller epoch: {_text(data)}") from None
     # Every controller request carries the epoch as an int32, and the next controller adds one.
-    return _in_range(epoch, data, "the controller epoch", "epoch", (0, INT_MAX - 1))
+    return _in_range(epoch, data, "the controller epoch", "epoch", (INT_MIN, INT_MAX - 1))
 
 
 # -- /brokers/ids/N -------------------------------------------------------------------------------
