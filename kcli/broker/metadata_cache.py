@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kcli.broker.metadata_thread import InlineMetadataThread
+from kcli.broker.tree_configs import TreeConfigs
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
@@ -87,6 +88,8 @@ class MetadataCache:
         self._controller_id: int | None = None
         self._broker_configs: dict[int | None, dict[str, str]] = {}
         self._pending: _Changed | None = None
+        # Config overrides read from the tree are checked key by key (``tree_configs``).
+        self._tree_configs = TreeConfigs()
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -176,13 +179,13 @@ class MetadataCache:
     def refresh_topic(self, name: str) -> TopicInfo | None:
         """Read ``name`` from the tree and apply it at once (None: the topic is gone): at start,
         and where tree reads may block (the tools and tests); requests use the async form."""
-        topic = self.zk_client.load_topic(name, self._report_malformed)
+        topic = self._load_topic(name)
         self._apply(name, topic)
         return topic
 
     async def refresh_topic_async(self, name: str) -> TopicInfo | None:
         """Read ``name`` on the metadata thread, then apply it on the loop."""
-        topic = await self.thread.call(self.zk_client.load_topic, name, self._report_malformed)
+        topic = await self.thread.call(self._load_topic, name)
         self._apply(name, topic)
         return topic
 
@@ -251,7 +254,7 @@ class MetadataCache:
         # A znode that cannot be read is reported and skipped: the cache keeps what it had of it.
         for name in sorted(changed.topics):
             try:
-                read.topics[name] = self.zk_client.load_topic(name, self._report_malformed)
+                read.topics[name] = self._load_topic(name)
             except zk.ZNodeFormatError as e:
                 self.zk_client.report_malformed(e, log)
         for name in sorted(changed.states.keys() - changed.topics):
@@ -264,23 +267,31 @@ class MetadataCache:
     def _report_malformed(self, error: zk.ZNodeFormatError) -> None:
         self.zk_client.report_malformed(error, log)
 
+    def _load_topic(self, name: str) -> TopicInfo | None:
+        """The topic as the tree holds it, on the metadata thread, its config overrides checked
+        against the ones in effect."""
+        topic = self.zk_client.load_topic(name, self._report_malformed)
+        if topic is None:
+            return None
+        cached = self.topic(name)
+        configs = self._tree_configs.topic(name, topic.configs, cached.configs if cached is not None else None)
+        return topic if configs == topic.configs else replace(topic, configs=configs)
+
     def _read_broker_configs(self) -> dict[int | None, dict[str, str]]:
-        configs: dict[int | None, dict[str, str]] = {None: self.zk_client.broker_configs(None)}
-        for broker_id in self.zk_client.brokers_with_configs():
-            configs[broker_id] = self.zk_client.broker_configs(broker_id)
+        with self._lock:
+            in_effect = dict(self._broker_configs)
+        configs: dict[int | None, dict[str, str]] = {}
+        for broker_id in [None, *self.zk_client.brokers_with_configs()]:
+            try:
+                read = self.zk_client.broker_configs(broker_id)
+            except zk.ZNodeFormatError as e:
+                self.zk_client.report_malformed(e, log)  # the overrides in effect stay
+                read = in_effect.get(broker_id, {})
+            configs[broker_id] = self._tree_configs.broker(broker_id, read, in_effect.get(broker_id))
         return configs
 
     def _read_brokers(self) -> dict[int, zk.BrokerRegistration]:
-        brokers = {}
-        for broker_id in self.zk_client.registered_brokers():
-            try:
-                registration = self.zk_client.broker_registration(broker_id)
-            except zk.ZNodeFormatError as e:
-                self.zk_client.report_malformed(e, log)
-                continue
-            if registration is not None:
-                brokers[broker_id] = registration
-        return brokers
+        return {broker_id: registration for broker_id, (registration, _) in self.zk_client.live_brokers(self._report_malformed).items()}
 
     def _apply_read(self, read: _Read) -> None:
         from_tree = not (self.fed_by_controller and self._updated_by_controller)
@@ -360,9 +371,30 @@ class MetadataCache:
             return topic
         return replace(topic, partitions={**topic.partitions, **kept})
 
+    @staticmethod
+    def _sendable(topic: TopicInfo | None, previous: TopicInfo | None) -> TopicInfo | None:
+        """``topic`` with each partition state a response could not encode named in one error line
+        and replaced by the cached one (left out when there is none). The tree's decoders and the
+        wire already refuse such numbers: this keeps one bad entry that got in another way from
+        failing every Metadata answer."""
+        if topic is None:
+            return None
+        bad = {index: reason for index, state in topic.partitions.items() if (reason := state.out_of_range(index)) is not None}
+        if not bad:
+            return topic
+        partitions = dict(topic.partitions)
+        for index, reason in sorted(bad.items()):
+            log.error("Ignoring the state of partition %s-%d: %s", topic.name, index, reason)
+            if previous is not None and index in previous.partitions:
+                partitions[index] = previous.partitions[index]
+            else:
+                del partitions[index]
+        return replace(topic, partitions=partitions)
+
     def _apply(self, name: str, topic: TopicInfo | None) -> None:
         with self._lock:
             previous = self._topics.get(name)
+            topic = self._sendable(topic, previous)
             topic = self._newer_states(previous, topic)
             if previous == topic:
                 return

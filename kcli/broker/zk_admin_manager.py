@@ -27,8 +27,14 @@ class ZkAdminManager:
         self.metadata = metadata
         self.thread = metadata.thread
 
+    def _live_broker_ids(self) -> list[int]:
+        """The brokers new replicas go to: the ones this broker's metadata cache holds alive, which
+        are the controller's (Kafka's ZkAdminManager places on ``metadataCache.getAliveBrokers``)."""
+        return sorted(self.metadata.alive_brokers())
+
     async def create_topic(self, name: str, *args, **kwargs) -> TopicInfo:
         """``AdminZkClient.create_topic``'s arguments; the topic as created."""
+        kwargs.setdefault("live_brokers", self._live_broker_ids())
         topic = await self.thread.call(self.admin_zk_client.create_topic, name, *args, **kwargs)
         if kwargs.get("validate_only"):
             return topic
@@ -44,6 +50,7 @@ class ZkAdminManager:
         **kwargs,
     ) -> TopicInfo:
         """``AdminZkClient.create_partitions``'s arguments; the topic as grown."""
+        kwargs.setdefault("live_brokers", self._live_broker_ids())
         grown = await self.thread.call(
             self.admin_zk_client.create_partitions,
             self.metadata.topic(name), name, new_total, assignment, validate_only=validate_only, **kwargs,

@@ -21,6 +21,7 @@ election, the deletion itself.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -40,6 +41,8 @@ from kcli.metadata.replica_assignment import (
 from kcli.metadata.store import CreateOp, NodeExistsError, Op, SetDataOp
 from kcli.metadata.topics import ConfigValidator, PartitionState, TopicInfo, random_uuid
 from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, partition_creation_ops
+
+log = logging.getLogger("kcli.metadata.admin")
 
 
 class AdminZkClient:
@@ -79,11 +82,11 @@ class AdminZkClient:
 
         -1 for ``num_partitions`` or ``replication_factor`` means the default; a manual
         ``assignment`` (partition -> replicas) requires both to be -1. ``live_brokers`` defaults to
-        the registered brokers.
+        the brokers the controller counts alive (``KafkaZkClient.live_brokers``).
         """
         self._check_new_topic_name(name)
         overrides = checked_configs(configs or {}, config_validator)
-        brokers = sorted(set(live_brokers)) if live_brokers is not None else self.zk_client.registered_brokers()
+        brokers = sorted(set(live_brokers)) if live_brokers is not None else sorted(self._live_brokers())
         if assignment:
             replicas = _manual_assignment(assignment, num_partitions, replication_factor, brokers)
         else:
@@ -144,6 +147,11 @@ class AdminZkClient:
         check_partitions_per_request(num_partitions)
         return assign_replicas_to_brokers(brokers, num_partitions, replication_factor, rng=self._rng)
 
+    def _live_brokers(self) -> dict[int, zk.BrokerRegistration]:
+        """The brokers replicas may be placed on: those the controller counts alive."""
+        live = self.zk_client.live_brokers(lambda error: self.zk_client.report_malformed(error, log))
+        return {broker: registration for broker, (registration, _) in live.items()}
+
     # -- delete topics ----------------------------------------------------------------------------
 
     def delete_topic(self, topic: TopicInfo) -> None:
@@ -169,7 +177,7 @@ class AdminZkClient:
         (``assignment``: replicas of each new one)."""
         current, stat = self.zk_client.topic_assignment(name)
         self._check_growable(name, current, new_total)
-        brokers = sorted(set(live_brokers)) if live_brokers is not None else self.zk_client.registered_brokers()
+        brokers = sorted(set(live_brokers)) if live_brokers is not None else sorted(self._live_brokers())
         existing = len(current.partitions)
         check_partitions_per_request(new_total - existing)
         first_replicas = current.partitions[min(current.partitions)]
@@ -233,9 +241,8 @@ class AdminZkClient:
         """The registered brokers and their racks (Kafka 2.8's getBrokerMetadatas); racks dropped
         when not ``rack_aware``; refused when only some brokers have one."""
         racks: dict[int, str | None] = {}
-        for broker in self.zk_client.registered_brokers():
-            registration = self.zk_client.broker_registration(broker)
-            racks[broker] = registration.rack if registration is not None and rack_aware else None
+        for broker, registration in sorted(self._live_brokers().items()):
+            racks[broker] = registration.rack if rack_aware else None
         with_rack = [broker for broker, rack in racks.items() if rack is not None]
         if with_rack and len(with_rack) < len(racks):
             raise KcliError(

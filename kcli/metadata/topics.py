@@ -44,6 +44,19 @@ class PartitionState:
     leader_recovery_state: int = zk.LEADER_RECOVERED
     controller_epoch: int = 0
 
+    def out_of_range(self, index: int) -> str | None:
+        """The first number of partition ``index`` that the int32 fields of Kafka's requests and
+        responses cannot carry (``zk_paths``' ranges), named; None when every one fits."""
+        fields = [("partition", index, zk.ID), ("leader", self.leader, zk.INT32), ("leader_epoch", self.leader_epoch, zk.INT32),
+                  ("partition_epoch", self.partition_epoch, zk.INT32), ("controller_epoch", self.controller_epoch, zk.INT32)]
+        for key, ids in (("replicas", self.replicas), ("isr", self.isr), ("adding_replicas", self.adding_replicas),
+                         ("removing_replicas", self.removing_replicas)):
+            fields.extend((key, value, zk.ID) for value in ids)
+        for key, value, (low, high) in fields:
+            if not low <= value <= high:
+                return f"{key} {value} is out of range [{low}, {high}]"
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class TopicInfo:

@@ -32,6 +32,8 @@ from kcli.metadata.store import (
 )
 from kcli.metadata.topics import ZERO_UUID, PartitionState, TopicInfo, random_uuid
 
+log = logging.getLogger("kcli.metadata")
+
 # Kafka purges config change notifications older than this (ZkNodeChangeNotificationListener).
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 TOPIC_CONFIGS = zk.config_entity_type_path(zk.CONFIG_TYPE_TOPICS)
@@ -131,7 +133,36 @@ class KafkaZkClient:
             names = self.store.get_children(zk.BROKER_IDS)
         except NoNodeError:
             return []
-        return sorted(int(name) for name in names if name.lstrip("-").isdigit())
+        ids = []
+        for name in names:
+            if _is_int32(name):
+                ids.append(int(name))
+            elif name.lstrip("-").isdigit():
+                self.report_malformed(zk.ZNodeFormatError(f"{zk.BROKER_IDS}/{name}: the broker id is out of range [{zk.INT32[0]}, {zk.INT32[1]}]"), log)
+        return sorted(ids)
+
+    def live_brokers(
+        self, on_malformed: Callable[[zk.ZNodeFormatError], None]
+    ) -> dict[int, tuple[zk.BrokerRegistration, Stat]]:
+        """The brokers alive as the controller counts them, by id, each with its registration and
+        the registration's Stat (its czxid is the broker's epoch): the registered brokers whose
+        ``/brokers/ids/N`` reads and names an endpoint (pipelined reads). A registration that
+        cannot be read is handed to ``on_malformed`` and left out. Every broker's metadata cache
+        learns the same set from the controller, and replicas are placed on it alone."""
+        paths = {zk.broker_id_path(broker_id): broker_id for broker_id in self.registered_brokers()}
+        live: dict[int, tuple[zk.BrokerRegistration, Stat]] = {}
+        for path, answer in self.store.get_many(list(paths)).items():
+            if answer is None:
+                continue
+            broker_id = paths[path]
+            try:
+                registration = decoded(path, zk.decode_broker_registration, answer[0], broker_id)
+            except zk.ZNodeFormatError as e:
+                on_malformed(e)
+                continue
+            if registration.endpoints:
+                live[broker_id] = (registration, answer[1])
+        return live
 
     def broker_registration(self, broker_id: int) -> zk.BrokerRegistration | None:
         try:
@@ -225,16 +256,18 @@ class KafkaZkClient:
 
     def topic_configs(self, name: str) -> dict[str, str]:
         try:
-            return zk.decode_entity_config(self.store.get(zk.topic_config_path(name))[0])
+            data = self.store.get(zk.topic_config_path(name))[0]
         except NoNodeError:
             return {}
+        return decoded(zk.topic_config_path(name), zk.decode_entity_config, data)
 
     def broker_configs(self, broker_id: int | None) -> dict[str, str]:
         """The dynamic config overrides of one broker, or the cluster-wide defaults for None."""
         try:
-            return zk.decode_entity_config(self.store.get(zk.broker_config_path(broker_id))[0])
+            data = self.store.get(zk.broker_config_path(broker_id))[0]
         except NoNodeError:
             return {}
+        return decoded(zk.broker_config_path(broker_id), zk.decode_entity_config, data)
 
     def brokers_with_configs(self) -> list[int]:
         """The broker ids that have a ``/config/brokers/<id>`` node."""
@@ -242,7 +275,7 @@ class KafkaZkClient:
             names = self.store.get_children(zk.config_entity_type_path(zk.CONFIG_TYPE_BROKERS))
         except NoNodeError:
             return []
-        return sorted(int(name) for name in names if name.isdigit())
+        return sorted(int(name) for name in names if _is_int32(name) and int(name) >= 0)
 
     def load_topic(self, name: str, on_malformed_state: Callable[[zk.ZNodeFormatError], None] | None = None) -> TopicInfo | None:
         """The topic as the tree holds it now, or None; partitions without a state znode yet have
@@ -337,6 +370,11 @@ class KafkaZkClient:
             if stat is not None and stat.ctime < horizon:
                 expired.append(path)
         return expired
+
+
+def _is_int32(name: str) -> bool:
+    """Whether a znode's name is a number an int32 field can carry (a broker id)."""
+    return name.lstrip("-").isascii() and name.lstrip("-").isdigit() and zk.INT32[0] <= int(name) <= zk.INT32[1]
 
 
 def decoded(path: str, decode, data: bytes, *args):

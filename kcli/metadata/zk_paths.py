@@ -25,7 +25,10 @@ in the order a Kafka 3.x broker was observed to write them, so encoded bytes mat
 
 Decoders accept the older versions Kafka's decoders accept (broker registrations v1-v5, topic
 assignments v1-v3, feature znode v1-v2) and raise ``ZNodeFormatError`` naming the znode and
-quoting its data when the bytes do not parse.
+quoting its data when the bytes do not parse, or when a number does not fit the field it is
+sent in on the wire (an int32 partition id, broker id or epoch, a port, an int16 feature level):
+such a znode is skipped by whoever reads it, as one that does not parse, and never reaches a
+request or a response that could not be encoded.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Any
 
 from kcli.errors import KcliError
 from kcli.common import uuid_from_string, uuid_to_string
+from kcli.java_compat import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 
 
 class ZNodeFormatError(KcliError):
@@ -218,16 +222,33 @@ def _bad(data: bytes, what: str, reason: str) -> ZNodeFormatError:
     return ZNodeFormatError(f"Failed to parse {what} ({reason}): {_text(data)}")
 
 
-def _int(value: Any, data: bytes, what: str, key: str) -> int:
+# The ranges of the wire fields znode numbers are sent in: an id (broker, partition) is a
+# non-negative int32, an epoch or a leader an int32, a port an unsigned 16-bit number, a feature
+# level an int16.
+INT32 = (INT_MIN, INT_MAX)
+ID = (0, INT_MAX)
+PORT = (0, 65535)
+INT16 = (-(2**15), 2**15 - 1)
+INT64 = (LONG_MIN, LONG_MAX)
+
+
+def _int(value: Any, data: bytes, what: str, key: str, bounds: tuple[int, int] = INT32) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _bad(data, what, f"{key} is not an integer")
+    return _in_range(value, data, what, key, bounds)
+
+
+def _in_range(value: int, data: bytes, what: str, key: str, bounds: tuple[int, int]) -> int:
+    low, high = bounds
+    if not low <= value <= high:
+        raise _bad(data, what, f"{key} {value} is out of range [{low}, {high}]")
     return value
 
 
-def _int_list(value: Any, data: bytes, what: str, key: str) -> tuple[int, ...]:
+def _int_list(value: Any, data: bytes, what: str, key: str, bounds: tuple[int, int] = INT32) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise _bad(data, what, f"{key} is not a list")
-    return tuple(_int(item, data, what, key) for item in value)
+    return tuple(_int(item, data, what, key, bounds) for item in value)
 
 
 def _str(value: Any, data: bytes, what: str, key: str) -> str:
@@ -240,9 +261,10 @@ def _long_string(value: Any, data: bytes, what: str, key: str) -> int:
     """A number Kafka writes as a JSON string (timestamps, producer ids)."""
     text = _str(value, data, what, key)
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
         raise _bad(data, what, f"{key} is not a number") from None
+    return _in_range(number, data, what, key, INT64)
 
 
 def _partition_keyed(value: Any, data: bytes, what: str, key: str) -> dict[int, tuple[int, ...]]:
@@ -256,7 +278,8 @@ def _partition_keyed(value: Any, data: bytes, what: str, key: str) -> dict[int, 
             number = int(partition)
         except ValueError:
             raise _bad(data, what, f"partition {partition!r} is not a number") from None
-        result[number] = _int_list(replicas, data, what, key)
+        _in_range(number, data, what, "partition", ID)
+        result[number] = _int_list(replicas, data, what, key, ID)
     return result
 
 
@@ -291,7 +314,7 @@ def decode_controller(data: bytes) -> ControllerRegistration:
     timestamp = document.get("timestamp")
     epoch = document.get("kraftControllerEpoch")
     return ControllerRegistration(
-        broker_id=_int(document.get("brokerid"), data, what, "brokerid"),
+        broker_id=_int(document.get("brokerid"), data, what, "brokerid", ID),
         timestamp=_long_string(timestamp, data, what, "timestamp") if timestamp is not None else -1,
         kraft_controller_epoch=_int(epoch, data, what, "kraftControllerEpoch") if epoch is not None else -1,
     )
@@ -303,9 +326,11 @@ def encode_controller_epoch(epoch: int) -> bytes:
 
 def decode_controller_epoch(data: bytes) -> int:
     try:
-        return int(data.decode("ascii"))
+        epoch = int(data.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         raise ZNodeFormatError(f"Failed to parse the controller epoch: {_text(data)}") from None
+    # Every controller request carries the epoch as an int32, and the next controller adds one.
+    return _in_range(epoch, data, "the controller epoch", "epoch", (INT_MIN, INT_MAX - 1))
 
 
 # -- /brokers/ids/N -------------------------------------------------------------------------------
@@ -418,7 +443,7 @@ def decode_broker_registration(data: bytes, broker_id: int | None = None) -> Bro
 def _decode_endpoints(document: dict[str, Any], version: int, data: bytes, what: str) -> tuple[Endpoint, ...]:
     if version == 1:
         host = _str(document.get("host"), data, what, "host")
-        return (Endpoint("PLAINTEXT", host, _int(document.get("port"), data, what, "port")),)
+        return (Endpoint("PLAINTEXT", host, _int(document.get("port"), data, what, "port", PORT)),)
     protocols = document.get("listener_security_protocol_map")
     if protocols is not None and not isinstance(protocols, dict):
         raise _bad(data, what, "listener_security_protocol_map is not an object")
@@ -426,9 +451,12 @@ def _decode_endpoints(document: dict[str, Any], version: int, data: bytes, what:
     if not isinstance(listeners, list):
         raise _bad(data, what, "endpoints is not a list")
     try:
-        return tuple(Endpoint.parse(_str(text, data, what, "endpoints"), protocols) for text in listeners)
+        endpoints = tuple(Endpoint.parse(_str(text, data, what, "endpoints"), protocols) for text in listeners)
     except ValueError as error:
         raise _bad(data, what, str(error)) from None
+    for endpoint in endpoints:
+        _in_range(endpoint.port, data, what, f"the port of {endpoint.listener_name}", PORT)
+    return endpoints
 
 
 # -- /brokers/topics/T ----------------------------------------------------------------------------
@@ -511,9 +539,9 @@ def decode_leader_and_isr(data: bytes) -> LeaderAndIsr:
     return LeaderAndIsr(
         leader=_int(document.get("leader"), data, what, "leader"),
         leader_epoch=_int(document.get("leader_epoch"), data, what, "leader_epoch"),
-        isr=_int_list(document.get("isr"), data, what, "isr"),
+        isr=_int_list(document.get("isr"), data, what, "isr", ID),
         controller_epoch=_int(document.get("controller_epoch"), data, what, "controller_epoch"),
-        leader_recovery_state=_int(recovery, data, what, "leader_recovery_state"),
+        leader_recovery_state=_int(recovery, data, what, "leader_recovery_state", (LEADER_RECOVERED, LEADER_RECOVERING)),
     )
 
 
@@ -585,8 +613,8 @@ def decode_reassignment(data: bytes) -> dict[tuple[str, int], tuple[int, ...]]:
     what = "a partition reassignment"
     result: dict[tuple[str, int], tuple[int, ...]] = {}
     for entry in _partition_entries(data, what):
-        key = (_str(entry.get("topic"), data, what, "topic"), _int(entry.get("partition"), data, what, "partition"))
-        result[key] = _int_list(entry.get("replicas"), data, what, "replicas")
+        key = (_str(entry.get("topic"), data, what, "topic"), _int(entry.get("partition"), data, what, "partition", ID))
+        result[key] = _int_list(entry.get("replicas"), data, what, "replicas", ID)
     return result
 
 
@@ -599,7 +627,7 @@ def encode_partition_list(partitions: Iterable[tuple[str, int]]) -> bytes:
 def decode_partition_list(data: bytes) -> list[tuple[str, int]]:
     what = "a partition list"
     return [
-        (_str(entry.get("topic"), data, what, "topic"), _int(entry.get("partition"), data, what, "partition"))
+        (_str(entry.get("topic"), data, what, "topic"), _int(entry.get("partition"), data, what, "partition", ID))
         for entry in _partition_entries(data, what)
     ]
 
@@ -620,7 +648,7 @@ def encode_log_dir_event(broker_id: int) -> bytes:
 
 def decode_log_dir_event(data: bytes) -> int:
     what = "a log dir event notification"
-    return _int(_object(data, what).get("broker"), data, what, "broker")
+    return _int(_object(data, what).get("broker"), data, what, "broker", ID)
 
 
 # -- /latest_producer_id_block --------------------------------------------------------------------
@@ -650,7 +678,7 @@ def decode_producer_id_block(data: bytes) -> ProducerIdBlock:
     what = "the producerId block json"
     document = _object(data, what)
     return ProducerIdBlock(
-        broker=_int(document.get("broker"), data, what, "broker"),
+        broker=_int(document.get("broker"), data, what, "broker", ID),
         block_start=_long_string(document.get("block_start"), data, what, "block_start"),
         block_end=_long_string(document.get("block_end"), data, what, "block_end"),
     )
@@ -761,5 +789,5 @@ def decode_feature_znode(data: bytes) -> FeatureZNode:
     for name, levels_json in features.items():
         if not isinstance(levels_json, dict):
             raise _bad(data, what, f"feature {name} is not an object")
-        levels[name] = _int(levels_json.get("max_version_level"), data, what, "max_version_level")
+        levels[name] = _int(levels_json.get("max_version_level"), data, what, "max_version_level", INT16)
     return FeatureZNode(status=status, features=levels, version=version)

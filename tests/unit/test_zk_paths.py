@@ -340,3 +340,49 @@ def test_feature_znode_with_bad_status_is_refused():
 def test_zero_uuid_round_trips_in_topic_assignment():
     assignment = zk.TopicAssignment({0: (1,)}, uuid.UUID(int=0))
     assert b'"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"' in zk.encode_topic_assignment(assignment)
+
+
+# -- numbers that do not fit the wire field they are sent in ---------------------------------------
+
+PAST_INT32 = 2**31
+
+
+@pytest.mark.parametrize(
+    ("decode", "data", "reason"),
+    [
+        (zk.decode_topic_assignment, b'{"version":1,"partitions":{"%d":[0]}}' % PAST_INT32, "partition 2147483648 is out of range"),
+        (zk.decode_topic_assignment, b'{"version":1,"partitions":{"-1":[0]}}', "partition -1 is out of range"),
+        (zk.decode_topic_assignment, b'{"version":1,"partitions":{"0":[-5]}}', "partitions -5 is out of range"),
+        (zk.decode_topic_assignment, b'{"version":1,"partitions":{"0":[%d]}}' % PAST_INT32, "partitions 2147483648 is out of range"),
+        (zk.decode_topic_assignment, b'{"version":2,"partitions":{"0":[0]},"adding_replicas":{"0":[-1]}}', "adding_replicas -1"),
+        (zk.decode_leader_and_isr, b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":%d,"isr":[0]}' % PAST_INT32, "leader_epoch"),
+        (zk.decode_leader_and_isr, b'{"controller_epoch":%d,"leader":0,"version":1,"leader_epoch":0,"isr":[0]}' % PAST_INT32, "controller_epoch"),
+        (zk.decode_leader_and_isr, b'{"controller_epoch":1,"leader":%d,"version":1,"leader_epoch":0,"isr":[0]}' % PAST_INT32, "leader"),
+        (zk.decode_leader_and_isr, b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0,-3]}', "isr -3"),
+        (zk.decode_leader_and_isr, b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0],"leader_recovery_state":7}', "leader_recovery_state"),
+        (zk.decode_broker_registration, BROKER_V5.replace(b"9092,", b"70000,").replace(b":9092", b":70000"), "port of PLAINTEXT 70000"),
+        (zk.decode_broker_registration, BROKER_V5.replace(b":9092", b":%d" % PAST_INT32), "port of PLAINTEXT"),
+        (zk.decode_broker_registration, b'{"version":1,"host":"h","port":-2}', "port -2"),
+        (zk.decode_broker_registration, BROKER_V5.replace(b'"jmx_port":-1', b'"jmx_port":%d' % PAST_INT32), "jmx_port"),
+        (zk.decode_controller, b'{"version":2,"brokerid":%d,"timestamp":"1"}' % PAST_INT32, "brokerid"),
+        (zk.decode_controller_epoch, b"%d" % PAST_INT32, "epoch"),
+        (zk.decode_reassignment, b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[%d]}]}' % PAST_INT32, "replicas"),
+        (zk.decode_partition_list, b'{"version":1,"partitions":[{"topic":"t","partition":-1}]}', "partition -1"),
+        (zk.decode_log_dir_event, b'{"version":1,"broker":%d,"event":1}' % PAST_INT32, "broker"),
+        (zk.decode_producer_id_block, b'{"version":1,"broker":0,"block_start":"0","block_end":"%d"}' % 2**63, "block_end"),
+        (zk.decode_feature_znode, b'{"features":{"f":{"max_version_level":40000}},"version":2,"status":1}', "max_version_level"),
+    ],
+)
+def test_a_number_past_the_range_of_its_wire_field_is_a_format_error(decode, data, reason):
+    with pytest.raises(zk.ZNodeFormatError, match=reason):
+        decode(data)
+
+
+def test_the_edges_of_each_range_still_decode():
+    assert zk.decode_topic_assignment(b'{"version":1,"partitions":{"%d":[%d]}}' % (PAST_INT32 - 1, PAST_INT32 - 1)).partitions == {
+        PAST_INT32 - 1: (PAST_INT32 - 1,)
+    }
+    state = zk.decode_leader_and_isr(b'{"controller_epoch":%d,"leader":-1,"version":1,"leader_epoch":%d,"isr":[]}' % (PAST_INT32 - 1, PAST_INT32 - 1))
+    assert (state.leader, state.leader_epoch, state.controller_epoch) == (-1, PAST_INT32 - 1, PAST_INT32 - 1)
+    assert zk.decode_broker_registration(BROKER_V5.replace(b":9092", b":65535")).endpoints[0].port == 65535
+    assert zk.decode_broker_registration(BROKER_V5.replace(b":9092", b":0")).endpoints[0].port == 0

@@ -7,7 +7,8 @@ the clients' NetworkClient) to the broker's inter-broker endpoint, as registered
 ``/brokers/ids``; a request that fails (no connection, a lost connection, no answer in
 ``controller.socket.timeout.ms``) is sent again after a short pause, on a new connection, until it
 is answered or the broker is removed (it died, or this broker is no longer the controller). The
-answer goes to the request's callback.
+answer goes to the request's callback. A request that cannot be sent at all (it does not encode)
+is dropped with one error line, and the sender goes on with the next.
 
 Threads: the controller calls ``add_broker``, ``remove_broker`` and ``send`` from its metadata
 thread; everything else, and the callbacks, runs on the broker's event loop, which never waits
@@ -56,7 +57,16 @@ class _BrokerChannel:
     async def _run(self) -> None:
         while not self.stopped:
             item = await self.queue.get()
-            answer = await self._send_until_answered(item)
+            try:
+                answer = await self._send_until_answered(item)
+            except Exception as e:
+                # Not a network failure but a request that can never be sent (it does not encode):
+                # sending it again would fail again, and the requests queued behind it must go.
+                log.error(
+                    "[Controller id=%d, targetBrokerId=%d] Dropped request %d to broker %d that cannot be sent: %s: %s",
+                    self.controller_id, self.broker_id, item.api_key, self.broker_id, type(e).__name__, e,
+                )
+                continue
             if item.callback is not None:
                 try:
                     item.callback(answer)

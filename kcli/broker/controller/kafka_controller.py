@@ -55,7 +55,7 @@ from kcli.metadata.store import (
     Op, SetDataOp,
 )
 from kcli.metadata.topics import random_uuid
-from kcli.metadata.zk_client import KafkaZkClient, LoadedState, decoded
+from kcli.metadata.zk_client import KafkaZkClient, LoadedState
 
 log = logging.getLogger("kcli.broker.controller")
 
@@ -122,7 +122,7 @@ class KafkaController:
 
     def _on_controller_change(self, events: list[ChangeEvent]) -> None:
         if any(event.kind is ChangeKind.DELETED for event in events):
-            self.thread.submit(self._controller_gone)
+            self.thread.submit(lambda: self.run_event(self._controller_gone, "Reelect"))
 
     def _controller_gone(self) -> None:
         if self.active and self.zk_client.controller_id() != self.broker_id:
@@ -219,13 +219,23 @@ class KafkaController:
             self.resign()
             raise KafkaError(ErrorCode.NOT_CONTROLLER, f"Broker {self.broker_id} is no longer the controller") from None
 
-    def run_event(self, event: Callable[[], object]) -> None:
-        """``_run`` for an event nobody waits on: a resignation ends it quietly."""
+    def run_event(self, event: Callable[[], object], name: str) -> None:
+        """``_run`` for an event nobody waits on, ``name`` being Kafka's name for it: a resignation
+        ends it quietly; any other failure is logged in one line and the requests it gathered are
+        dropped, so the next event starts afresh (Kafka's ControllerEventManager, "Uncaught error
+        processing event", and the batch it clears on an illegal state)."""
         try:
             self._run(event)
         except KafkaError as e:
             if e.error_code != ErrorCode.NOT_CONTROLLER:
-                raise
+                self._uncaught(name, e)
+        except Exception as e:
+            self._uncaught(name, e)
+
+    def _uncaught(self, name: str, error: Exception) -> None:
+        log.error("[Controller id=%d] Uncaught error processing event %s: %s: %s", self.broker_id, name, type(error).__name__, error)
+        log.debug("[Controller id=%d] Uncaught error processing event %s", self.broker_id, name, exc_info=error)
+        self._batch.clear()
 
     # -- following the tree -----------------------------------------------------------------------
 
@@ -244,7 +254,7 @@ class KafkaController:
         with self._lock:
             events, self._pending = self._pending, []
         if events and self.active:
-            self.run_event(lambda: self._process(events))
+            self.run_event(lambda: self._process(events), _event_name(events))
 
     def _process(self, events: list[ChangeEvent]) -> None:
         changed: set[str] = set()
@@ -295,21 +305,10 @@ class KafkaController:
 
     def _read_live_brokers(self) -> dict[int, LiveBroker]:
         """The registered brokers, each with its epoch and inter-broker endpoint (pipelined reads)."""
-        paths = {zk.broker_id_path(broker_id): broker_id for broker_id in self.zk_client.registered_brokers()}
         live: dict[int, LiveBroker] = {}
-        for path, answer in self.zk_client.store.get_many(list(paths)).items():
-            if answer is None:
-                continue
-            broker_id = paths[path]
-            try:
-                registration = decoded(path, zk.decode_broker_registration, answer[0], broker_id)
-            except zk.ZNodeFormatError as e:
-                self.zk_client.report_malformed(e, log)
-                continue
-            if not registration.endpoints:
-                continue
+        for broker_id, (registration, stat) in self.zk_client.live_brokers(self._report).items():
             endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == self.inter_broker_listener), registration.endpoints[0])
-            live[broker_id] = LiveBroker(broker_id, registration, answer[1].czxid, endpoint.host, endpoint.port)
+            live[broker_id] = LiveBroker(broker_id, registration, stat.czxid, endpoint.host, endpoint.port)
         return live
 
     def _refresh_brokers(self) -> None:
@@ -630,7 +629,7 @@ class KafkaController:
             ratio = len(imbalanced) / len(keys)
             log.debug("[Controller id=%d] Leader imbalance ratio for broker %d is %.3f", self.broker_id, broker_id, ratio)
             if ratio * 100 > percentage:
-                self.run_event(lambda keys=imbalanced: moved.extend(self._elect(keys, PREFERRED)))
+                self.run_event(lambda keys=imbalanced: moved.extend(self._elect(keys, PREFERRED)), "AutoPreferredReplicaLeaderElection")
                 if not self.active:
                     return moved  # resigned
         self._send_batch()
@@ -802,3 +801,12 @@ class KafkaController:
         if (name, partition) in self.context.leadership:
             self.context.leadership[(name, partition)] = (updated, version + 1)
         return updated, version + 1
+
+
+def _event_name(events: Iterable[ChangeEvent]) -> str:
+    """Kafka's names for the controller events a set of tree changes makes."""
+    names = []
+    for prefix, name in ((zk.BROKER_IDS, "BrokerChange"), (zk.TOPICS, "TopicChange"), (zk.DELETE_TOPICS, "TopicDeletion")):
+        if any(event.path.startswith(prefix + "/") for event in events):
+            names.append(name)
+    return "+".join(names) or "TreeChange"

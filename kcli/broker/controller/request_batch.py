@@ -105,6 +105,10 @@ class ControllerBrokerRequestBatch:
                     broker_id, STOP_REPLICA, self._stop_replica_fields(controller_epoch, live, broker_id, stops),
                     (lambda answer, b=broker_id, cbs=callbacks: [cb(b, answer) for cb in cbs]) if callbacks else None,
                 )
+        self.clear()
+
+    def clear(self) -> None:
+        """Start a new batch, dropping what was gathered."""
         self._leader_and_isr.clear()
         self._stop_replica.clear()
         self._update_metadata_brokers.clear()

@@ -135,7 +135,7 @@ class TopicDeletionManager:
                     self.controller.broker_id, replica[0], replica[1], broker, ErrorCode.for_code(code or error).name,
                 )
                 machine.transition([replica], ReplicaState.REPLICA_DELETION_INELIGIBLE)
-        self.controller.run_event(self.resume)
+        self.controller.run_event(self.resume, "TopicDeletionStopReplicaResult")
         self.controller.send_batch()
 
     def _complete(self, name: str) -> None:
