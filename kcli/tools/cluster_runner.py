@@ -20,9 +20,10 @@ broker's partitions go offline that long after).
 The start is checked step by step: every port is free (else one line, exit 1), ZooKeeper answers
 its ``srvr`` command before any broker starts, and each broker logs that it started; one line is
 printed per process started. Then the command waits. SIGINT, SIGTERM or SIGHUP stop the brokers
-(SIGTERM, a controlled shutdown each) and then ZooKeeper, and the command exits 0. A child that
-exits by itself is reported in one line, with the last line of its log, the others are stopped
-the same way, and the command exits 1. Each child has the kernel send it SIGTERM if this command
+(SIGTERM, a controlled shutdown each, all at once within one bounded wait, then SIGKILL) and then
+ZooKeeper, and the command exits 0. A child that exits by itself is reported at once in one line
+(killed by which signal, or its exit status with the last line of its log), before the others are
+stopped the same way (which can take as long as their controlled shutdowns), and the command exits 1. Each child has the kernel send it SIGTERM if this command
 dies without stopping it (``PR_SET_PDEATHSIG``), so no child outlives the command.
 """
 
@@ -234,6 +235,11 @@ class ClusterRunner:
             except OSError:  # the terminal is gone (SIGHUP): stop all the same
                 pass
             return 0
+        except KcliError as exc:
+            # Said at once (a child's death, a start that timed out): stopping the others can take
+            # as long as their controlled shutdowns, and must not hold the cause back.
+            self.out.diag(f"Error: {exc}")
+            return exc.exit_code
         finally:
             self._stop_all()
             for sig, handler in previous.items():
@@ -277,18 +283,20 @@ class ClusterRunner:
                 raise ChildExited(child.exit_report())
 
     def _stop_all(self) -> None:
-        """The brokers first (in parallel, each a controlled shutdown), then ZooKeeper."""
-        for broker in self.brokers:
-            broker.terminate()
-        for broker in self.brokers:
-            self._await_stop(broker, BROKER_STOP_TIMEOUT_S)
+        """The brokers first, all at once (each a controlled shutdown) within one bounded wait,
+        then ZooKeeper; whatever outlives its wait is killed."""
+        self._stop_together(self.brokers, BROKER_STOP_TIMEOUT_S)
         if self.zookeeper is not None:
-            self.zookeeper.terminate()
-            self._await_stop(self.zookeeper, ZOOKEEPER_STOP_TIMEOUT_S)
+            self._stop_together([self.zookeeper], ZOOKEEPER_STOP_TIMEOUT_S)
 
-    def _await_stop(self, child: Child, timeout: float) -> None:
-        if not child.wait_stopped(timeout):
-            self.out.diag(f"{child.name} (pid {child.pid}) did not stop within {timeout:.0f} s and was killed (log: {child.log_path})")
+    def _stop_together(self, children: list[Child], timeout: float) -> None:
+        for child in children:
+            child.terminate()
+        deadline = time.monotonic() + timeout
+        for child in children:
+            if not child.wait_stopped(max(0.0, deadline - time.monotonic())):
+                self.out.diag(f"{child.name} (pid {child.pid}) did not stop within {timeout:.0f} s and was killed (log: {child.log_path})")
+
 
 def run_cluster(layout: ClusterLayout, overrides: list[str]) -> int:
     return ClusterRunner(layout, overrides, Output()).run()
