@@ -29,10 +29,8 @@ dies without stopping it (``PR_SET_PDEATHSIG``), so no child outlives the comman
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,7 +40,8 @@ from pathlib import Path
 
 from kcli.errors import KcliError, UsageError
 from kcli.output import Output
-from kcli.tools.zookeeper_server import KAFKA_ZOOKEEPER_DEFAULTS, die_with_parent, write_properties
+from kcli.tools.ports import check_port_free
+from kcli.tools.zookeeper_server import KAFKA_ZOOKEEPER_DEFAULTS, die_with_parent, write_properties, zookeeper_answers
 
 HOST = "127.0.0.1"
 CONFIG_DIR = "kcli-cluster"
@@ -114,26 +113,9 @@ class ClusterLayout:
 
 
 def check_ports_free(ports: Mapping[int, str]) -> None:
-    """One line naming the first port something already listens on (the servers bind with
-    SO_REUSEADDR, so a port left in TIME_WAIT counts as free, as it does for them)."""
+    """One line naming the first port something already listens on."""
     for port, owner in ports.items():
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((HOST, port))
-            except OSError as e:
-                reason = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
-                raise KcliError(f"port {port} for {owner} {reason} on {HOST}") from None
-
-
-def zookeeper_answers(port: int) -> bool:
-    """True once ZooKeeper answers its ``srvr`` four-letter command (allowed by default)."""
-    try:
-        with socket.create_connection((HOST, port), timeout=1) as conn:
-            conn.sendall(b"srvr")
-            return b"Zookeeper version" in conn.recv(4096)
-    except OSError:
-        return False
+        check_port_free(HOST, port, owner)
 
 
 class Child:
@@ -250,7 +232,7 @@ class ClusterRunner:
         write_properties(config, self.layout.zookeeper_properties())
         self.zookeeper = Child("ZooKeeper", self.layout.zookeeper_connect, ["zookeeper", "start", str(config)], self.layout.config_dir / "zookeeper.log")
         deadline = time.monotonic() + ZOOKEEPER_START_TIMEOUT_S
-        while not zookeeper_answers(self.layout.zookeeper_port):
+        while not zookeeper_answers(HOST, self.layout.zookeeper_port):
             self._check()
             if time.monotonic() > deadline:
                 raise KcliError(f"ZooKeeper did not answer on {self.layout.zookeeper_connect} within {ZOOKEEPER_START_TIMEOUT_S:.0f} s (log: {self.zookeeper.log_path})")

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from kcli.tools.cluster_runner import zookeeper_answers
+from kcli.tools.zookeeper_server import zookeeper_answers
 from tests.broker_process import BrokerProcess
 from tests.cluster.conftest import wait_until
 from tests.tools.conftest import run_kcli
@@ -244,7 +244,7 @@ def test_ctrl_c_stops_the_brokers_while_zookeeper_runs_then_zookeeper(cluster_co
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until(lambda: zookeeper_answers(cluster.zookeeper_port) or restarted.poll() is not None, timeout=60)
+        wait_until(lambda: zookeeper_answers("127.0.0.1", cluster.zookeeper_port) or restarted.poll() is not None, timeout=60)
         zk = zk_client(cluster.zookeeper)
         try:
             assert zk.get_children("/brokers/ids") == []
