@@ -264,6 +264,9 @@ def test_a_child_that_dies_is_reported_in_one_line_and_the_rest_stopped(cluster_
     assert len(cluster.stderr.splitlines()) == 1, cluster.stderr
     assert cluster.stderr == (
         f"Error: Broker 1 (pid {cluster.pids['1']}) was killed by SIGKILL (log: {tmp_path}/kcli-cluster/server-1.log)\n")
+    # Said before the rest were stopped: ZooKeeper, stopped last, still ran.
+    [(_line, running)] = cluster.errors
+    assert "ZooKeeper" in running
     for name, pid in cluster.pids.items():
         assert not alive(pid), name
 
