@@ -7,6 +7,7 @@ The file is checked before Java starts (``zookeeper_config``), so that a bad val
 use is one line naming the key or the port; ZooKeeper's AdminServer is off unless the file turns
 it on. ZooKeeper logs on stderr (slf4j's simple logger), held back until it serves clients so that
 a start Java still refuses ends in the one line of its cause (``zookeeper_output``), exit 1.
+A server killed by a signal it was not passed is one line naming the signal, exit 1.
 SIGTERM and SIGINT are passed to the server,
 which stops; the command then exits 0. If this process dies without passing them on, the kernel
 sends the server SIGTERM (``PR_SET_PDEATHSIG``), so no server outlives its command.
@@ -165,8 +166,10 @@ def run_zookeeper(properties_file: str | None) -> int:
     if status != 0 and not output.released:
         raise KcliError(f"ZooKeeper did not start: {output.cause()}")
     output.release()
+    if status < 0:
+        raise KcliError(f"ZooKeeper (pid {process.pid}) was killed by {signal.Signals(-status).name}")
     # Java exits 1 after logging why; keep its status.
-    return status if status >= 0 else 128 - status
+    return status
 
 
 def _wait_serving(process: subprocess.Popen, output: StartupOutput, address: tuple[str, int] | None) -> int:

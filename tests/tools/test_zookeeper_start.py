@@ -70,6 +70,17 @@ def test_the_server_dies_with_a_killed_command(tmp_path):
         server.stop()
 
 
+def test_a_server_killed_under_the_command_is_one_line(tmp_path):
+    server = ZooKeeperProcess(tmp_path).start()
+    try:
+        [java] = java_children(server.pid)
+        os.kill(java, signal.SIGKILL)
+        assert server.process.wait(20) == 1
+        assert server.log_path.read_text().splitlines()[-1] == f"Error: ZooKeeper (pid {java}) was killed by SIGKILL"
+    finally:
+        server.stop()
+
+
 def test_data_survives_a_restart(tmp_path):
     server = ZooKeeperProcess(tmp_path).start()
     try:
