@@ -163,10 +163,10 @@ def run_zookeeper(properties_file: str | None) -> int:
     if stopping:
         output.release()
         return 0
-    if status != 0 and not output.released:
+    if status > 0 and not output.released:
         raise KcliError(f"ZooKeeper did not start: {output.cause()}")
     output.release()
-    if status < 0:
+    if status < 0:  # a signal not passed by this command: no cause of Java's to condense
         raise KcliError(f"ZooKeeper (pid {process.pid}) was killed by {signal.Signals(-status).name}")
     # Java exits 1 after logging why; keep its status.
     return status
