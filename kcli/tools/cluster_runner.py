@@ -20,18 +20,17 @@ broker's partitions go offline that long after).
 The start is checked step by step: every port is free (else one line, exit 1), ZooKeeper answers
 its ``srvr`` command before any broker starts, and each broker logs that it started; one line is
 printed per process started. Then the command waits. SIGINT, SIGTERM or SIGHUP stop the brokers
-(SIGTERM, a controlled shutdown each) and then ZooKeeper, and the command exits 0. A child that
-exits by itself is reported in one line, with the last line of its log, the others are stopped
-the same way, and the command exits 1. Each child has the kernel send it SIGTERM if this command
+(SIGTERM, a controlled shutdown each, all at once within one bounded wait, then SIGKILL) and then
+ZooKeeper, and the command exits 0. A child that exits by itself is reported at once in one line
+(killed by which signal, or its exit status with the last line of its log), before the others are
+stopped the same way (which can take as long as their controlled shutdowns), and the command exits 1. Each child has the kernel send it SIGTERM if this command
 dies without stopping it (``PR_SET_PDEATHSIG``), so no child outlives the command.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -41,7 +40,8 @@ from pathlib import Path
 
 from kcli.errors import KcliError, UsageError
 from kcli.output import Output
-from kcli.tools.zookeeper_server import KAFKA_ZOOKEEPER_DEFAULTS, die_with_parent, write_properties
+from kcli.tools.ports import check_port_free
+from kcli.tools.zookeeper_server import KAFKA_ZOOKEEPER_DEFAULTS, die_with_parent, write_properties, zookeeper_answers
 
 HOST = "127.0.0.1"
 CONFIG_DIR = "kcli-cluster"
@@ -113,26 +113,9 @@ class ClusterLayout:
 
 
 def check_ports_free(ports: Mapping[int, str]) -> None:
-    """One line naming the first port something already listens on (the servers bind with
-    SO_REUSEADDR, so a port left in TIME_WAIT counts as free, as it does for them)."""
+    """One line naming the first port something already listens on."""
     for port, owner in ports.items():
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((HOST, port))
-            except OSError as e:
-                reason = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
-                raise KcliError(f"port {port} for {owner} {reason} on {HOST}") from None
-
-
-def zookeeper_answers(port: int) -> bool:
-    """True once ZooKeeper answers its ``srvr`` four-letter command (allowed by default)."""
-    try:
-        with socket.create_connection((HOST, port), timeout=1) as conn:
-            conn.sendall(b"srvr")
-            return b"Zookeeper version" in conn.recv(4096)
-    except OSError:
-        return False
+        check_port_free(HOST, port, owner)
 
 
 class Child:
@@ -234,6 +217,11 @@ class ClusterRunner:
             except OSError:  # the terminal is gone (SIGHUP): stop all the same
                 pass
             return 0
+        except KcliError as exc:
+            # Said at once (a child's death, a start that timed out): stopping the others can take
+            # as long as their controlled shutdowns, and must not hold the cause back.
+            self.out.diag(f"Error: {exc}")
+            return exc.exit_code
         finally:
             self._stop_all()
             for sig, handler in previous.items():
@@ -244,7 +232,7 @@ class ClusterRunner:
         write_properties(config, self.layout.zookeeper_properties())
         self.zookeeper = Child("ZooKeeper", self.layout.zookeeper_connect, ["zookeeper", "start", str(config)], self.layout.config_dir / "zookeeper.log")
         deadline = time.monotonic() + ZOOKEEPER_START_TIMEOUT_S
-        while not zookeeper_answers(self.layout.zookeeper_port):
+        while not zookeeper_answers(HOST, self.layout.zookeeper_port):
             self._check()
             if time.monotonic() > deadline:
                 raise KcliError(f"ZooKeeper did not answer on {self.layout.zookeeper_connect} within {ZOOKEEPER_START_TIMEOUT_S:.0f} s (log: {self.zookeeper.log_path})")
@@ -277,18 +265,20 @@ class ClusterRunner:
                 raise ChildExited(child.exit_report())
 
     def _stop_all(self) -> None:
-        """The brokers first (in parallel, each a controlled shutdown), then ZooKeeper."""
-        for broker in self.brokers:
-            broker.terminate()
-        for broker in self.brokers:
-            self._await_stop(broker, BROKER_STOP_TIMEOUT_S)
+        """The brokers first, all at once (each a controlled shutdown) within one bounded wait,
+        then ZooKeeper; whatever outlives its wait is killed."""
+        self._stop_together(self.brokers, BROKER_STOP_TIMEOUT_S)
         if self.zookeeper is not None:
-            self.zookeeper.terminate()
-            self._await_stop(self.zookeeper, ZOOKEEPER_STOP_TIMEOUT_S)
+            self._stop_together([self.zookeeper], ZOOKEEPER_STOP_TIMEOUT_S)
 
-    def _await_stop(self, child: Child, timeout: float) -> None:
-        if not child.wait_stopped(timeout):
-            self.out.diag(f"{child.name} (pid {child.pid}) did not stop within {timeout:.0f} s and was killed (log: {child.log_path})")
+    def _stop_together(self, children: list[Child], timeout: float) -> None:
+        for child in children:
+            child.terminate()
+        deadline = time.monotonic() + timeout
+        for child in children:
+            if not child.wait_stopped(max(0.0, deadline - time.monotonic())):
+                self.out.diag(f"{child.name} (pid {child.pid}) did not stop within {timeout:.0f} s and was killed (log: {child.log_path})")
+
 
 def run_cluster(layout: ClusterLayout, overrides: list[str]) -> int:
     return ClusterRunner(layout, overrides, Output()).run()

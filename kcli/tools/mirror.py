@@ -3,8 +3,10 @@
 Runs a Spark structured stream (``local[*]`` unless ``--master``): the ``kcli`` source reads the
 topics from ``--source-bootstrap-server``, the ``kcli`` sink writes every record (key, value,
 headers, timestamp) to the topic of the same name (or ``--topic-prefix`` + name) on
-``--target-bootstrap-server``, to the same partition unless ``--no-keep-partitions``. The target
-topics must exist. Progress is kept in ``--checkpoint``: a restarted mirror resumes where the last
+``--target-bootstrap-server``, to the same partition unless ``--no-keep-partitions``. A missing
+target topic is created first, as MirrorMaker 2 creates it (``mirror_topics``: the source's
+partition count and replicable configs); one the target refuses is one line before Spark
+starts. Progress is kept in ``--checkpoint``: a restarted mirror resumes where the last
 run stopped (the first run starts at ``--starting-offsets``, earliest by default). Records are
 copied at least once: a batch that failed is copied again on restart.
 
@@ -46,9 +48,11 @@ def mirror(
     import time
 
     from kcli.errors import UsageError
+    from kcli.tools import mirror_topics
     from kcli.tools._admin_common import check_brokers
     from kcli.output import Output
     from kcli.spark import pipeline
+    from kcli.spark.options import parse_subscription
     from kcli.spark.session import parse_conf
 
     out = Output()
@@ -68,7 +72,11 @@ def mirror(
     producer = {f"kafka.{k}": v for k, v in parse_conf(producer_property or []).items()}
     copied = 0
     check_brokers(source_bootstrap_server)
-    check_brokers(target_bootstrap_server, props={k.removeprefix("kafka."): v for k, v in producer.items()})
+    target_props = {k.removeprefix("kafka."): v for k, v in producer.items()}
+    check_brokers(target_bootstrap_server, props=target_props)
+    subscription = parse_subscription({key.lower(): value for key, value in options.items()})
+    sources = mirror_topics.read_source_topics(source_bootstrap_server, subscription)
+    mirror_topics.prepare_target_topics(target_bootstrap_server, target_props, sources, topic_prefix, keep_partitions, out.diag)
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli mirror") as spark:
         from pyspark.sql import functions as F
 

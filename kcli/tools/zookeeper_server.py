@@ -3,7 +3,12 @@
 kcli does not bundle ZooKeeper: it runs the ZooKeeper of Debian's ``zookeeper`` package (3.8, a
 Java program) with ``QuorumPeerMain`` and the properties file given, exactly as Kafka's script
 does. Without a file it uses the settings of the ``config/zookeeper.properties`` Kafka ships.
-ZooKeeper logs on stderr (slf4j's simple logger). SIGTERM and SIGINT are passed to the server,
+The file is checked before Java starts (``zookeeper_config``), so that a bad value or a port in
+use is one line naming the key or the port; ZooKeeper's AdminServer is off unless the file turns
+it on. ZooKeeper logs on stderr (slf4j's simple logger), held back until it serves clients so that
+a start Java still refuses ends in the one line of its cause (``zookeeper_output``), exit 1.
+A server killed by a signal it was not passed is one line naming the signal, exit 1.
+SIGTERM and SIGINT are passed to the server,
 which stops; the command then exits 0. If this process dies without passing them on, the kernel
 sends the server SIGTERM (``PR_SET_PDEATHSIG``), so no server outlives its command.
 """
@@ -14,13 +19,18 @@ import ctypes
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from kcli.errors import KcliError
+from kcli.tools import zookeeper_config
+from kcli.tools.zookeeper_output import StartupOutput
 
 # Kafka's config/zookeeper.properties (2.8 and 3.9 alike).
 KAFKA_ZOOKEEPER_DEFAULTS: Mapping[str, str] = {
@@ -36,6 +46,11 @@ MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 LOGGER_JAR = Path("/usr/share/java/slf4j-simple.jar")
 INSTALL_HINT = "apt-get install zookeeper"
+# How long ZooKeeper's output is held while it starts, at most, and how often it is asked
+# whether it serves.
+STARTUP_OUTPUT_HOLD_S = 30.0
+SERVING_POLL_S = 0.2
+PUMP_DRAIN_S = 5.0
 
 _LOGGER_PROPERTIES = (
     "-Dorg.slf4j.simpleLogger.logFile=System.err",
@@ -44,6 +59,13 @@ _LOGGER_PROPERTIES = (
     "-Dorg.slf4j.simpleLogger.showThreadName=false",
     "-Dorg.slf4j.simpleLogger.showShortLogName=true",
 )
+
+
+# ZooKeeper's AdminServer needs Jetty, which Debian's package does not pull in: enabled (3.8's
+# default), it logs a javax/servlet NoClassDefFoundError trace at every start. It is off unless
+# the file asks for it: the file's admin.enableServer (set as the zookeeper.admin.enableServer
+# system property while the file is read) wins over this one.
+NO_ADMIN_SERVER = "-Dzookeeper.admin.enableServer=false"
 
 
 class ZooKeeperNotInstalled(KcliError):
@@ -72,7 +94,7 @@ def server_command(properties_file: Path) -> list[str]:
     classpath = [str(ZOOKEEPER_JAR)]
     if LOGGER_JAR.is_file():
         classpath.append(str(LOGGER_JAR))
-    return [java, "-Xmx512M", "-Xms512M", *_LOGGER_PROPERTIES, "-cp", ":".join(classpath), MAIN_CLASS, str(properties_file)]
+    return [java, "-Xmx512M", "-Xms512M", *_LOGGER_PROPERTIES, NO_ADMIN_SERVER, "-cp", ":".join(classpath), MAIN_CLASS, str(properties_file)]
 
 
 def write_properties(path: Path, settings: Mapping[str, str]) -> None:
@@ -88,18 +110,38 @@ def die_with_parent() -> None:
         pass
 
 
+def zookeeper_answers(host: str, port: int) -> bool:
+    """True once ZooKeeper serves on ``host:port``: it answers its ``srvr`` four-letter command
+    (allowed by default) with its version."""
+    try:
+        with socket.create_connection((host, port), timeout=1) as conn:
+            conn.sendall(b"srvr")
+            return b"Zookeeper version" in conn.recv(4096)
+    except OSError:
+        return False
+
+
 def run_zookeeper(properties_file: str | None) -> int:
-    """Run the server in the foreground until it exits or a signal stops it; the exit status."""
+    """Run the server in the foreground until it exits or a signal stops it; the exit status.
+
+    The file is checked first (``zookeeper_config``: ZooKeeper's own checks, the client port
+    free), each mistake one line. ZooKeeper's output is held until it serves clients (or
+    ``STARTUP_OUTPUT_HOLD_S`` has passed: a quorum member may wait for its peers), so that a
+    start that fails is the one line of its cause, not Java's stack trace."""
     with tempfile.TemporaryDirectory(prefix="kcli-zookeeper-") as scratch:
         if properties_file is None:
-            config = Path(scratch, "zookeeper.properties")
-            write_properties(config, KAFKA_ZOOKEEPER_DEFAULTS)
+            path = Path(scratch, "zookeeper.properties")
+            write_properties(path, KAFKA_ZOOKEEPER_DEFAULTS)
         else:
-            config = Path(properties_file)
-            if not config.is_file():
-                raise KcliError(f"ZooKeeper properties file {properties_file} does not exist")
-        command = server_command(config)
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+            path = Path(properties_file)
+        config = zookeeper_config.read_config(path)
+        zookeeper_config.check(config)
+        command = server_command(path)
+        zookeeper_config.check_ports(config)
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        output = StartupOutput(process.stdout, sys.stderr)
+        pump = threading.Thread(target=output.pump, name="zookeeper-output", daemon=True)
+        pump.start()
         stopping = False
 
         def stop(signum: int, _frame: object) -> None:
@@ -110,17 +152,37 @@ def run_zookeeper(properties_file: str | None) -> int:
 
         previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            status = process.wait()
+            status = _wait_serving(process, output, zookeeper_config.client_address(config))
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             if process.poll() is None:
                 process.kill()
                 process.wait()
+            pump.join(PUMP_DRAIN_S)
     if stopping:
+        output.release()
         return 0
-    # Java exits 1 after logging why (a port in use, a bad config); keep its status.
-    return status if status >= 0 else 128 - status
+    if status > 0 and not output.released:
+        raise KcliError(f"ZooKeeper did not start: {output.cause()}")
+    output.release()
+    if status < 0:  # a signal not passed by this command: no cause of Java's to condense
+        raise KcliError(f"ZooKeeper (pid {process.pid}) was killed by {signal.Signals(-status).name}")
+    # Java exits 1 after logging why; keep its status.
+    return status
+
+
+def _wait_serving(process: subprocess.Popen, output: StartupOutput, address: tuple[str, int] | None) -> int:
+    """Wait for the exit, releasing the held output once the server serves."""
+    hold_until = time.monotonic() + STARTUP_OUTPUT_HOLD_S
+    while not output.released:
+        try:
+            return process.wait(SERVING_POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > hold_until or (address is not None and zookeeper_answers(*address)):
+            output.release()
+    return process.wait()
 
 
 def main(properties_file: str | None) -> None:

@@ -124,6 +124,62 @@ def test_mirror_copies_between_clusters_and_resumes_from_its_checkpoint(spark, b
     assert topic_rows(spark, second_broker.bootstrap, source_topic) == topic_rows(spark, broker.bootstrap, source_topic)
 
 
+def topic_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, bool]]:
+    """Each config of ``topic`` as confluent-kafka's admin client describes it: (value, is_default)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [future] = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=30).values()
+    return {name: (entry.value, entry.is_default) for name, entry in future.result(timeout=30).items()}
+
+
+def test_mirror_creates_a_missing_target_topic_as_mirrormaker_2_does(spark, broker, second_broker, unique_topic, tmp_path, kcli_run):
+    # The source's partition count and its non-default configs, except those MirrorMaker 2 keeps
+    # to each cluster (min.insync.replicas).
+    topic = unique_topic("src")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    wanted = NewTopic(topic, 3, 1, config={"retention.ms": "123456789", "max.message.bytes": "200000", "min.insync.replicas": "1"})
+    for future in admin.create_topics([wanted], request_timeout=30).values():
+        future.result(timeout=30)
+    produce(broker.bootstrap, topic, varied_records(3, 5))
+    code, _out, err = kcli_run("mirror", "--source-bootstrap-server", broker.bootstrap, "--target-bootstrap-server", second_broker.bootstrap,
+                               "--topic", topic, "--topic-prefix", "copy.", "--checkpoint", str(tmp_path / "ck"), "--once")
+    assert code == 0, err
+    assert err[0] == f"Created target topic copy.{topic} with 3 partition(s)"
+    assert err[-1].startswith("Mirrored 15 records ")
+    target = AdminClient({"bootstrap.servers": second_broker.bootstrap}).list_topics(f"copy.{topic}", timeout=20)
+    assert len(target.topics[f"copy.{topic}"].partitions) == 3
+    configs = topic_configs(second_broker.bootstrap, f"copy.{topic}")
+    assert configs["retention.ms"] == ("123456789", False)
+    assert configs["max.message.bytes"] == ("200000", False)
+    assert configs["min.insync.replicas"][1] is True
+    copied = [row[:5] for row in topic_rows(spark, second_broker.bootstrap, f"copy.{topic}")]
+    assert copied == [row[:5] for row in topic_rows(spark, broker.bootstrap, topic)]
+
+
+def test_mirror_grows_a_target_topic_with_fewer_partitions(spark, broker, second_broker, source_topic, tmp_path, kcli_run):
+    create_topic(second_broker.bootstrap, source_topic, 1)
+    code, _out, err = kcli_run("mirror", "--source-bootstrap-server", broker.bootstrap, "--target-bootstrap-server", second_broker.bootstrap,
+                               "--topic", source_topic, "--checkpoint", str(tmp_path / "ck"), "--once")
+    assert code == 0, err
+    assert err[0] == f"Increased target topic {source_topic} to 3 partitions"
+    assert err[-1].startswith("Mirrored 135 records ")
+    assert [row[:5] for row in topic_rows(spark, second_broker.bootstrap, source_topic)] == [
+        row[:5] for row in topic_rows(spark, broker.bootstrap, source_topic)]
+
+
+def test_mirror_into_a_topic_the_target_refuses_is_one_line_before_spark(broker, second_broker, source_topic, tmp_path, kcli_run):
+    code, out, err = kcli_run("mirror", "--source-bootstrap-server", broker.bootstrap, "--target-bootstrap-server", second_broker.bootstrap,
+                              "--topic", source_topic, "--topic-prefix", "bad/", "--checkpoint", str(tmp_path / "ck"), "--once")
+    assert (code, out) == (1, [])
+    [line] = err
+    assert line.startswith(f"Error: cannot create target topic bad/{source_topic} on {second_broker.bootstrap}: ")
+    assert line.endswith("; create it there with 3 partition(s) and run the mirror again")
+    assert not (tmp_path / "ck").exists()
+
+
 @pytest.mark.parametrize("where", ["broker", "log-dir"])
 def test_stats_counts_records_keys_bytes_times_and_batches(broker, source_topic, kcli_run, spark, where):
     place = ["--bootstrap-server", broker.bootstrap] if where == "broker" else ["--log-dir", str(broker.log_dir)]

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from kcli.tools.cluster_runner import zookeeper_answers
+from kcli.tools.zookeeper_server import zookeeper_answers
 from tests.broker_process import BrokerProcess
 from tests.cluster.conftest import wait_until
 from tests.tools.conftest import run_kcli
@@ -67,6 +67,9 @@ class ClusterCommand:
         self.pids: dict[str, int] = {}  # "ZooKeeper", "0", "1", ...
         self.process: subprocess.Popen | None = None
         self.stderr = ""
+        # Each stderr line as it came, with the children still running at that moment.
+        self.errors: list[tuple[str, set[str]]] = []
+        self._readers: list[threading.Thread] = []
 
     @property
     def zookeeper(self) -> str:
@@ -84,10 +87,12 @@ class ClusterCommand:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"}, process_group=0 if self.own_group else None,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._readers = [threading.Thread(target=self._read, daemon=True), threading.Thread(target=self._read_errors, daemon=True)]
+        for reader in self._readers:
+            reader.start()
         wait_until(lambda: any(line.startswith("Cluster of") for line in self.lines) or self.process.poll() is not None, timeout=150)
         if self.process.poll() is not None:
-            pytest.fail(f"kcli cluster start exited with {self.process.returncode}: {self.process.stderr.read()}")
+            pytest.fail(f"kcli cluster start exited with {self.process.returncode}: {self.wait_output()}")
         return self
 
     def _read(self) -> None:
@@ -98,9 +103,20 @@ class ClusterCommand:
                 self.pids[match.group(2) or "ZooKeeper"] = int(match.group(3))
             self.lines.append(line)
 
+    def _read_errors(self) -> None:
+        for line in self.process.stderr:
+            running = {name for name, pid in self.pids.items() if alive(pid)}
+            self.errors.append((line, running))
+
+    def wait_output(self, timeout: float = 30) -> str:
+        for reader in self._readers:
+            reader.join(timeout)
+        self.stderr = "".join(line for line, _running in self.errors)
+        return self.stderr
+
     def wait(self, timeout: float = 150) -> int:
         code = self.process.wait(timeout)
-        self.stderr = self.process.stderr.read()
+        self.wait_output()
         return code
 
     def cleanup(self) -> None:
@@ -228,7 +244,7 @@ def test_ctrl_c_stops_the_brokers_while_zookeeper_runs_then_zookeeper(cluster_co
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until(lambda: zookeeper_answers(cluster.zookeeper_port) or restarted.poll() is not None, timeout=60)
+        wait_until(lambda: zookeeper_answers("127.0.0.1", cluster.zookeeper_port) or restarted.poll() is not None, timeout=60)
         zk = zk_client(cluster.zookeeper)
         try:
             assert zk.get_children("/brokers/ids") == []
@@ -248,8 +264,33 @@ def test_a_child_that_dies_is_reported_in_one_line_and_the_rest_stopped(cluster_
     assert len(cluster.stderr.splitlines()) == 1, cluster.stderr
     assert cluster.stderr == (
         f"Error: Broker 1 (pid {cluster.pids['1']}) was killed by SIGKILL (log: {tmp_path}/kcli-cluster/server-1.log)\n")
+    # Said before the rest were stopped: ZooKeeper, stopped last, still ran.
+    [(_line, running)] = cluster.errors
+    assert "ZooKeeper" in running
     for name, pid in cluster.pids.items():
         assert not alive(pid), name
+
+
+def test_a_killed_controller_is_reported_before_the_other_brokers_stop(cluster_command, tmp_path):
+    cluster = cluster_command(2)
+    zk = zk_client(cluster.zookeeper)
+    try:
+        controller = json.loads(zk.get("/controller")[0])["brokerid"]
+    finally:
+        zk.stop()
+        zk.close()
+    other = str(1 - controller)
+    os.kill(cluster.pids[str(controller)], signal.SIGKILL)
+    assert cluster.wait() == 1
+    [(line, running)] = cluster.errors
+    assert line == (f"Error: Broker {controller} (pid {cluster.pids[str(controller)]}) was killed by SIGKILL "
+                    f"(log: {tmp_path}/kcli-cluster/server-{controller}.log)\n")
+    # Said while the survivor was still running its controlled shutdown (against a dead
+    # controller, it retries), not once it had ended; then everything was stopped.
+    assert {other, "ZooKeeper"} <= running
+    for name, pid in cluster.pids.items():
+        assert not alive(pid), name
+    assert (tmp_path / f"kafka-logs{other}" / ".kafka_cleanshutdown").is_file()
 
 
 def test_a_port_in_use_is_one_line_and_exit_1_before_anything_starts(tmp_path):
