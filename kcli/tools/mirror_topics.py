@@ -57,7 +57,8 @@ def replicated_configs(entries) -> dict[str, str]:
 
 def read_source_topics(bootstrap: str, subscription: Subscription) -> list[SourceTopic]:
     """The source topics the mirror reads now, with their partition counts and replicable
-    configs (a named topic the source lacks is left to the source to report)."""
+    configs. A topic named with ``--topic`` that the source lacks is one line: the mirror would
+    otherwise copy nothing and end as if it had succeeded."""
     with AdminSession(client_settings({}, bootstrap=bootstrap)) as session:
         if subscription.kind == "subscribe":
             names = list(subscription.topics)
@@ -66,6 +67,10 @@ def read_source_topics(bootstrap: str, subscription: Subscription) -> list[Sourc
             names = sorted(name for name, info in listed.items() if subscription.selects_topic(name, internal=info.internal))
         described = session.run(session.admin.describe_topics(names))
         found = {name: info for name, info in described.items() if isinstance(info, TopicInfo)}
+        if subscription.kind == "subscribe":
+            for name in names:
+                if name not in found:
+                    raise KcliError(f"source topic {name} does not exist on {bootstrap}: {described.get(name, 'no answer')}")
         configs = session.run(session.admin.describe_configs([ConfigResource(TOPIC, name) for name in found]))
     chosen = []
     for name, info in found.items():

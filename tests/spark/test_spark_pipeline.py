@@ -229,3 +229,15 @@ def test_progress_shows_tasks_and_the_command_status_on_a_terminal_only():
     with Progress(spark, "exporting", stream=pipe):
         time.sleep(0.6)
     assert pipe.getvalue() == ""
+
+
+def test_mirror_of_a_source_topic_that_does_not_exist_is_one_line_before_spark(broker, second_broker, unique_topic, tmp_path, kcli_run):
+    code, out, err = kcli_run("mirror", "--source-bootstrap-server", broker.bootstrap, "--target-bootstrap-server", second_broker.bootstrap,
+                              "--topic", unique_topic, "--checkpoint", str(tmp_path / "ck"), "--once")
+    assert (code, out) == (1, [])
+    [line] = err
+    assert line.startswith(f"Error: source topic {unique_topic} does not exist on {broker.bootstrap}: ")
+    assert not (tmp_path / "ck").exists()
+    for bootstrap in (broker.bootstrap, second_broker.bootstrap):
+        code, listed, _err = kcli_run("topics", "--bootstrap-server", bootstrap, "--list")
+        assert code == 0 and unique_topic not in listed
