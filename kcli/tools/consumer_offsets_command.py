@@ -25,6 +25,7 @@ partition by partition and prints the differences (exit 1 when there are any).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -247,7 +248,7 @@ def export(o: Options, source: str, fmt: str, output_file: str | None) -> int:
 
     out = Output()
     # As ExportZkOffsets, the file is opened before ZooKeeper is asked: a path that cannot be
-    # written fails at once, in one line.
+    # written fails at once, in one line (but a file's old content stays until the new is ready).
     target = None if output_file is None or output_file == "-" else _open_output(output_file)
     stores = Stores(o, out)
     ok = True
@@ -279,6 +280,8 @@ def export(o: Options, source: str, fmt: str, output_file: str | None) -> int:
         out.flush()
     else:
         try:
+            if os.path.isfile(output_file):
+                target.truncate(0)
             target.write("".join(line + "\n" for line in lines))
             target.close()
         except OSError as exc:
@@ -292,7 +295,7 @@ def export(o: Options, source: str, fmt: str, output_file: str | None) -> int:
 
 def _open_output(path: str):
     try:
-        return open(path, "w", encoding="utf-8", newline="\n")
+        return open(path, "a", encoding="utf-8", newline="\n")
     except OSError as exc:
         raise KcliError(f"Cannot write {path}: {exc.strerror or exc}") from None
 

@@ -169,6 +169,29 @@ def test_an_output_file_whose_write_fails_is_one_line(zookeeper_server):
     assert result.stderr.splitlines() == ["Error: Cannot write /dev/full: No space left on device"]
 
 
+def test_an_export_replaces_its_output_file_only_once_it_has_the_offsets(zookeeper_server, tmp_path):
+    previous = tmp_path / "offsets.txt"
+    previous.write_text("/consumers/old/offsets/t/0:1\n" * 3)
+    failed = run(["consumer-offsets", "export", "--from", "zookeeper", "--zookeeper", f"127.0.0.1:{free_port()}",
+                  "--timeout", "1000", "--output-file", str(previous)], timeout=60)
+    assert failed.returncode == 1, failed
+    assert previous.read_text() == "/consumers/old/offsets/t/0:1\n" * 3
+    from kazoo.client import KazooClient
+
+    chroot = f"/export-{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(hosts=zookeeper_server.connect)
+    zk.start(timeout=15)
+    try:
+        zk.create(f"{chroot}/consumers/g/offsets/t/0", b"5", makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    done = run(["consumer-offsets", "export", "--from", "zookeeper", "--zookeeper", zookeeper_server.connect + chroot,
+                "--output-file", str(previous)], timeout=60)
+    assert (done.returncode, done.stderr) == (0, ""), done
+    assert previous.read_text() == "/consumers/g/offsets/t/0:5\n"
+
+
 # -- input files ----------------------------------------------------------------------------------
 
 # Far above what the tools need (about 150 MiB of address space), far below what reading a file
