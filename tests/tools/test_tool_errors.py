@@ -192,6 +192,15 @@ def test_an_export_replaces_its_output_file_only_once_it_has_the_offsets(zookeep
     assert previous.read_text() == "/consumers/g/offsets/t/0:5\n"
 
 
+@pytest.mark.parametrize(("path", "problem"), [("/proc/version/x", "/proc/version is not a directory"),
+                                               ("/proc/version", "it exists and is not a directory")])
+def test_an_export_dir_that_cannot_be_a_directory_is_one_line_before_spark_starts(tmp_path, path, problem):
+    (tmp_path / "t-0").mkdir()
+    result = run(["export", "--log-dir", str(tmp_path), "--topic", "t", "--output-dir", path], timeout=300)
+    assert (result.returncode, result.stdout) == (1, ""), result
+    assert result.stderr.splitlines() == [f"Error: Cannot write to --output-dir {path}: {problem}"]
+
+
 # -- input files ----------------------------------------------------------------------------------
 
 # Far above what the tools need (about 150 MiB of address space), far below what reading a file
