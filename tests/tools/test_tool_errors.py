@@ -79,6 +79,16 @@ def test_a_malformed_zookeeper_connect_string_is_one_line_naming_it(tool, connec
     assert f"Invalid ZooKeeper connect string {connect!r}: {BAD_CONNECT_STRINGS[connect]}" in line, line
 
 
+def test_a_broker_with_a_malformed_zookeeper_connect_stops_with_one_error_line(tmp_path):
+    result = run(["broker", "start", "--override", "zookeeper.connect=127.0.0.1:99999", "--override", f"log.dirs={tmp_path}",
+                  "--override", "listeners=PLAINTEXT://127.0.0.1:0"], timeout=60)
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "99999" in line]
+    assert errors == ["Error: Invalid ZooKeeper connect string '127.0.0.1:99999': port '99999' of '127.0.0.1:99999' is not a number "
+                      "in 1..65535 (expected host:port[,host:port...][/chroot], an IPv6 address in brackets)"], result
+
+
 def test_the_connect_string_parser_follows_zookeepers():
     from kcli.metadata.zk_connect import parse_connect
 
