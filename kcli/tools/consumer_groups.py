@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from kcli.errors import KcliError, UsageError
+from kcli.errors import UsageError
 from kcli.output import Format, Output
 from kcli.tools.int_options import INT64
 from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
