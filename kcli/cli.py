@@ -42,6 +42,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,  # completions/ ships static scripts; see kcli/completions.py
+    suggest_commands=False,  # click's "No such command" names the close matches already
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -84,6 +85,10 @@ for tool in (
     complete_names,
 ):
     tool.register(app)
+
+# A mistyped subcommand (``kcli cluster statu``) is reported once, by click, with its suggestions.
+for group in app.registered_groups:
+    group.typer_instance.suggest_commands = False
 
 
 def _plain_unless_terminal() -> None:

@@ -391,12 +391,11 @@ _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 def read_properties(path: str | Path) -> dict[str, str]:
     """A ``.properties`` file's entries (later duplicates win). Raises KcliError naming the file
-    when it cannot be read. The file is read as UTF-8, falling back to ISO-8859-1 (Java's own
+    when it cannot be read or passes ``input_files.PROPERTIES``' bounds. The file is read as UTF-8, falling back to ISO-8859-1 (Java's own
     encoding for these files) when it is not valid UTF-8."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise KcliError(f"Cannot read properties file {path}: {exc.strerror or exc}") from None
+    from kcli.input_files import PROPERTIES, read_bytes
+
+    data = read_bytes(path, "properties file", PROPERTIES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

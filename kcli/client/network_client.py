@@ -38,6 +38,9 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
             host = host[1:-1]
         if not port.isdigit() or not host:
             raise UsageError(f"invalid bootstrap server address {item!r} (expected host:port)")
+        if not 0 < int(port) <= 65535:
+            # Kafka's ClientUtils.parseAndValidateAddresses refuses it before connecting.
+            raise UsageError(f"Invalid port in bootstrap.servers: {item}")
         result.append((host, int(port)))
     if not result:
         raise UsageError("no bootstrap server given")

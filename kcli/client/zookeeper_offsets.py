@@ -81,7 +81,8 @@ class ZooKeeperOffsets:
 
         try:
             self._store = ZooKeeperStore(self.connect, session_timeout_ms=self.session_timeout_ms,
-                                         connection_timeout_ms=self.connection_timeout_ms).start()
+                                         connection_timeout_ms=self.connection_timeout_ms,
+                                         client_logs_at_debug=True).start()
         except MetadataStoreError as exc:
             raise KcliError(f"zookeeper.connect={self.connect}: {exc}") from None
         self._groups = ZkConsumerGroups(self._store)

@@ -38,6 +38,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.cache import TreeCache, TreeEvent
 
+from kcli.metadata.zk_connect import parse_connect
 from kcli.metadata.store import (
     ANY_VERSION,
     BadVersionError,
@@ -80,18 +81,17 @@ class ZooKeeperClientTimeoutError(MetadataStoreError):
 
 
 def split_connect(connect: str) -> tuple[str, str | None]:
-    """``"h1:2181,h2:2181/kafka/a"`` -> ``("h1:2181,h2:2181", "/kafka/a")``; chroot None if absent."""
-    cut = connect.find("/")
-    if cut < 0:
-        return connect, None
-    hosts, chroot = connect[:cut], connect[cut:]
-    if chroot == "/":
-        return hosts, None
-    try:
-        validate_path(chroot)
-    except InvalidPathError:
-        raise InvalidPathError(chroot, f"Invalid chroot in zookeeper.connect {connect!r}") from None
-    return hosts, chroot
+    """``"h1:2181,h2:2181/kafka/a"`` -> ``("h1:2181,h2:2181", "/kafka/a")``; chroot None if absent.
+    A string ZooKeeper would refuse raises (``zk_connect.parse_connect``)."""
+    parsed = parse_connect(connect)
+    return parsed.hosts, parsed.chroot
+
+
+class _AtDebug(logging.LoggerAdapter):
+    """A logger whose every record, whatever level it is logged at, is a DEBUG record."""
+
+    def log(self, level, msg, *args, **kwargs):
+        super().log(min(level, logging.DEBUG), msg, *args, **kwargs)
 
 
 def _stat(znode: ZnodeStat) -> Stat:
@@ -155,8 +155,13 @@ class ZooKeeperStore(MetadataStore):
         *,
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
+        client_logs_at_debug: bool = False,
     ) -> None:
         self.connect = connect
+        # A tool reports its own failure in one line: kazoo's records (a warning per refused
+        # connection attempt) are then kept to DEBUG. A broker keeps them at their level.
+        client_log = logging.getLogger("kazoo.client")
+        self._client_log = _AtDebug(client_log, {}) if client_logs_at_debug else client_log
         self.hosts, self.chroot = split_connect(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms if connection_timeout_ms is not None else session_timeout_ms
@@ -180,7 +185,7 @@ class ZooKeeperStore(MetadataStore):
             finally:
                 bare.stop()
                 bare.close()
-        self._client = self._new_client(self.connect)
+        self._client = self._new_client(self.hosts + (self.chroot or ""))
         self._client.add_listener(self._on_state)
         return self
 
@@ -190,7 +195,7 @@ class ZooKeeperStore(MetadataStore):
             timeout=self.session_timeout_ms / 1000,
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
             command_retry=None,
-            logger=logging.getLogger("kazoo.client"),
+            logger=self._client_log,
         )
         try:
             client.start(timeout=self.connection_timeout_ms / 1000)

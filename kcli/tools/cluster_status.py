@@ -31,8 +31,9 @@ from kcli.errors import EXIT_ERROR, EXIT_OK, KcliError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import NoNodeError
 from kcli.metadata.zk_client import KafkaZkClient
-from kcli.metadata.zookeeper import ZooKeeperStore, split_connect
+from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.output import Output
+from kcli.tools.zk_session import open_cluster_store
 
 # Kafka's ZooKeeper-mode tools (TopicCommand, ZkSecurityMigrator) open their sessions with these.
 TOOL_TIMEOUT_MS = 30000
@@ -138,15 +139,7 @@ def _read(status: ClusterStatus, path: str, decode, client: KafkaZkClient):
 
 def open_store(connect: str) -> ZooKeeperStore:
     """A session on the cluster's ZooKeeper; the chroot must exist (a broker creates it)."""
-    hosts, chroot = split_connect(connect)
-    if chroot is not None:
-        bare = ZooKeeperStore(hosts, session_timeout_ms=TOOL_TIMEOUT_MS).start()
-        try:
-            if bare.exists(chroot) is None:
-                raise KcliError(f"no Kafka cluster at {connect}: the chroot {chroot} does not exist")
-        finally:
-            bare.close()
-    return ZooKeeperStore(connect, session_timeout_ms=TOOL_TIMEOUT_MS).start()
+    return open_cluster_store(connect, session_timeout_ms=TOOL_TIMEOUT_MS, connection_timeout_ms=TOOL_TIMEOUT_MS)
 
 
 def print_status(connect: str, out: Output) -> int:

@@ -271,9 +271,13 @@ def _stderr(text: str) -> None:
 
 def run(options: ConsumerOptions) -> int:
     """Consume until done; returns the exit status (errors propagate as KcliError)."""
+    from kcli.client.network_client import parse_bootstrap
     from kcli.client.sync import SyncRunner
     from kcli.tools.message_formatters import formatter_for
 
+    # Kafka's KafkaConsumer constructor refuses bad addresses before the loop whose end reports
+    # the count: an address error is the one line.
+    parse_bootstrap(options.consumer_props["bootstrap.servers"])
     formatter = None if options.json else formatter_for(options.formatter, options.formatter_props, warn=_stderr, log=_stderr)
     session = ConsoleConsumerSession(options, formatter, BytesOutput())
     try:

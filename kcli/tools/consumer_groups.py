@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from kcli.errors import KcliError, UsageError
+from kcli.errors import UsageError
 from kcli.output import Format, Output
 from kcli.tools.int_options import INT64
 from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
@@ -730,17 +730,12 @@ class GroupCommand:
         return plan.offsets
 
     def file_plan(self) -> dict[str, dict[TopicPartition, int]]:
-        from pathlib import Path
-
+        from kcli.input_files import LINE_RECORDS, read_text
         from kcli.tools.consumer_groups_reset import parse_reset_csv
 
         cached = getattr(self, "_file_plan", None)
         if cached is None:
-            path = self.o.from_file or ""
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise KcliError(f"{path}: {exc.strerror or exc}") from None
+            text = read_text(self.o.from_file or "", "--from-file", LINE_RECORDS)
             cached = self._file_plan = parse_reset_csv(text, self.o.groups)
         return cached
 

@@ -25,6 +25,7 @@ partition by partition and prints the differences (exit 1 when there are any).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -76,22 +77,13 @@ class Stores:
         if self._zk_groups is None:
             if not self.o.zookeeper:
                 raise UsageError("Missing required option --zookeeper (the ZooKeeper connect string, host:port[/chroot])")
-            import logging
-
             from kcli.metadata.store import MetadataStoreError
             from kcli.metadata.zk_consumers import ZkConsumerGroups
-            from kcli.metadata.zookeeper import ZooKeeperStore, split_connect
+            from kcli.tools.zk_session import open_cluster_store
 
-            # kazoo logs every refused connection attempt; the tool reports a failure in one line.
-            logging.getLogger("kazoo").setLevel(logging.CRITICAL)
             try:
-                hosts, chroot = split_connect(self.o.zookeeper)
-                timeouts = {"session_timeout_ms": max(self.o.timeout_ms, 4000), "connection_timeout_ms": self.o.timeout_ms}
-                if chroot is not None:
-                    with ZooKeeperStore(hosts, **timeouts).start() as bare:
-                        if bare.exists(chroot) is None:
-                            raise KcliError(f"ZooKeeper at {hosts} has no {chroot}: no Kafka cluster uses the chroot of {self.o.zookeeper}")
-                self._zk = ZooKeeperStore(self.o.zookeeper, **timeouts).start()
+                self._zk = open_cluster_store(self.o.zookeeper, session_timeout_ms=max(self.o.timeout_ms, 4000),
+                                              connection_timeout_ms=self.o.timeout_ms)
             except MetadataStoreError as exc:
                 raise KcliError(str(exc)) from None
             self._zk_groups = ZkConsumerGroups(self._zk)
@@ -255,6 +247,9 @@ def export(o: Options, source: str, fmt: str, output_file: str | None) -> int:
     from kcli.tools.offset_files import format_lines
 
     out = Output()
+    # As ExportZkOffsets, the file is opened before ZooKeeper is asked: a path that cannot be
+    # written fails at once, in one line (but a file's old content stays until the new is ready).
+    target = None if output_file is None or output_file == "-" else _open_output(output_file)
     stores = Stores(o, out)
     ok = True
     try:
@@ -273,27 +268,45 @@ def export(o: Options, source: str, fmt: str, output_file: str | None) -> int:
                 out.diag(f"Error: Skipping {path}: {reason}")
                 ok = False
             offsets[group] = found
+    except BaseException:
+        if target is not None:
+            target.close()
+        raise
     finally:
         stores.close()
     lines = format_lines(offsets, fmt)
-    if output_file is None or output_file == "-":
+    if target is None:
         out.lines(lines)
         out.flush()
     else:
-        with open(output_file, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(line + "\n" for line in lines))
+        try:
+            if os.path.isfile(output_file):
+                target.truncate(0)
+            target.write("".join(line + "\n" for line in lines))
+            target.close()
+        except OSError as exc:
+            try:
+                target.close()  # closed already when the failure came from close's flush
+            except OSError:
+                pass
+            raise KcliError(f"Cannot write {output_file}: {exc.strerror or exc}") from None
     return 0 if ok else EXIT_ERROR
+
+
+def _open_output(path: str):
+    try:
+        return open(path, "a", encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise KcliError(f"Cannot write {path}: {exc.strerror or exc}") from None
 
 
 def import_(o: Options, target: str, fmt: str, input_file: str) -> int:
     from kcli.tools.offset_files import OffsetFileError, parse
 
+    from kcli.input_files import LINE_RECORDS, read_text
+
     out = Output()
-    try:
-        with open(input_file, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KcliError(f"Cannot read {input_file}: {exc}") from None
+    text = read_text(input_file, "offsets file", LINE_RECORDS)
     try:
         offsets = parse(text, fmt, input_file)
     except OffsetFileError as exc:
@@ -335,7 +348,7 @@ def migrate(o: Options, target: str, *, execute: bool, verify: bool, force: bool
     try:
         groups = stores.group_ids(source)
         if verify:
-            return _verify(stores, out, groups)
+            return _verify(stores, out, source, groups)
         return _migrate(stores, out, source, target, groups, execute=execute, force=force, allow_rewind=allow_rewind)
     finally:
         out.flush()
@@ -364,10 +377,8 @@ def _migrate(stores: Stores, out: Output, source: str, target: str, groups: list
     wanted_topics = {tp.topic for read in sources.values() if read for tp in read[0]}
     partitions = stores.partitions_of(wanted_topics)
     checked: list[tuple[str, dict[TopicPartition, int], dict[TopicPartition, int]]] = []
-    for group in groups:
+    for group in migrated_groups(stores.o, groups, sources):
         read = sources[group]
-        if read is None and stores.o.all_groups:
-            continue  # a listed group that never committed an offset: nothing to migrate
         if read is None:
             where = f"; it has offsets in {target} only" if targets[group] is not None else ""
             error(f"Group '{group}' has no offsets stored in {source}{where}")
@@ -433,23 +444,30 @@ def _print_plan(out: Output, plans: list[GroupPlan]) -> None:
     out.table(headers, rows, [pad_all(headers, widths)] + [pad_all(r, widths) for r in rows])
 
 
-def _verify(stores: Stores, out: Output, groups: list[str]) -> int:
+def migrated_groups(o: Options, groups: list[str], sources: Mapping[str, Any]) -> list[str]:
+    """The groups migrate works on and --verify checks, from ``groups`` (``Stores.group_ids``)
+    and their offsets in the source store: each --group as given; with --all-groups only those
+    with offsets in the source (a group that never committed one, such as console-consumer's
+    own, has nothing to migrate)."""
+    if not o.all_groups:
+        return groups
+    return [group for group in groups if sources[group] is not None]
+
+
+def _verify(stores: Stores, out: Output, source: str, groups: list[str]) -> int:
     from kcli.tools.consumer_groups import pad_all
 
-    if stores.o.all_groups:
-        groups = sorted(set(groups) | set(stores.group_ids(KAFKA)))
     with ThreadPoolExecutor(1) as pool:
         zk_work = pool.submit(stores.read, ZOOKEEPER, groups)
         kafka_side = stores.read(KAFKA, groups)
         zk_side = zk_work.result()
+    groups = migrated_groups(stores.o, groups, zk_side if source == ZOOKEEPER else kafka_side)
     ok = True
     rows: list[list[str]] = []
     for group in groups:
         z, k = zk_side[group], kafka_side[group]
         if z is None and k is None:
-            out.diag(f"Error: Group '{group}' has no offsets in zookeeper nor in kafka")
-            ok = False
-            continue
+            continue  # no offsets on either side: in sync
         if z is None or k is None:
             out.diag(f"Group '{group}' has offsets in {'kafka' if z is None else 'zookeeper'} only")
             ok = False

@@ -69,6 +69,7 @@ def export(
     extra.update({k: v for k, v in bounds.items() if v is not None})
     options = pipeline.source_options(bootstrap_server=bootstrap_server, log_dirs=log_dir or [], topics=topic or [], topic_pattern=topic_pattern, extra=extra)
     check_brokers(bootstrap_server, props={k.removeprefix("kafka."): v for k, v in extra.items() if k.startswith("kafka.")})
+    _check_output_dir(output_dir)
     with pipeline.spark_session(master, conf or [], verbose=verbose, app_name="kcli export") as spark:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
@@ -87,3 +88,25 @@ def export(
         elapsed = time.monotonic() - started
     size = pipeline.directory_bytes(output_dir)
     out.diag(pipeline.summary("Exported", records, size, f"to {output_dir} ({fmt})", elapsed))
+
+
+def _check_output_dir(path: str) -> None:
+    """A local --output-dir that cannot be a directory, or cannot be made one, is one line here
+    rather than a Java stack trace from Spark's writer once the job has run."""
+    import os
+
+    from kcli.errors import KcliError
+
+    if "://" in path:
+        return  # another file system (hdfs://, s3a://): its client judges the path
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise KcliError(f"Cannot write to --output-dir {path}: it exists and is not a directory")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise KcliError(f"Cannot write to --output-dir {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise KcliError(f"Cannot write to --output-dir {path}: {parent} is not writable")

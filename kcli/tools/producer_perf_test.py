@@ -127,9 +127,10 @@ def read_payloads(path: str, delimiter: str) -> list[bytes]:
     Output().now(f"Reading payloads from: {absolute}")
     if not os.path.isfile(absolute) or os.path.getsize(absolute) == 0:
         raise KcliError("File does not exist or empty file provided.")
-    with open(absolute, "rb") as file:
-        text = file.read().decode("utf-8", "replace")
+    from kcli.input_files import PAYLOADS, read_bytes
     from kcli.java_compat import split
+
+    text = read_bytes(absolute, "payload file", PAYLOADS).decode("utf-8", "replace")
 
     try:
         pieces = split(text, re.compile(delimiter))

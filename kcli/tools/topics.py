@@ -4,8 +4,8 @@ Exactly one action: ``--list``, ``--describe``, ``--create``, ``--alter`` (parti
 assignment of new partitions) or ``--delete``. ``--topic`` is a regex (Kafka's IncludeList, matched
 against whole names) for every action but ``--create``. Option combinations Kafka refuses are
 refused with its message (exit 2). A failure while acting prints Kafka's stdout line ``Error
-while executing topic command : <message>`` and the same message as ``Error: <message>`` on
-stderr, and exits 1; with several topics (a regex), each failed topic gets its lines.
+while executing topic command : <message>`` once (Kafka adds only a log4j stack trace on stderr,
+which kcli leaves out), and exits 1; with several topics (a regex), each failed topic gets its line.
 
 Output as in Kafka 3.9 through the admin client: ``--list`` prints the sorted names;
 ``--describe`` prints per topic ``Topic: T\\tTopicId: ID\\tPartitionCount: N\\tReplicationFactor:
@@ -225,8 +225,8 @@ class ActionFailed(Exception):
 
 
 class TopicService:
-    """What Kafka's TopicService implementations share: a failed action prints Kafka's line on
-    stdout and the message on stderr, and exits 1. Subclasses set ``out``."""
+    """What Kafka's TopicService implementations share: a failed action prints Kafka's one line on
+    stdout and exits 1. Subclasses set ``out``."""
 
     out: object
 
@@ -234,8 +234,6 @@ class TopicService:
         for message in messages:
             self.out.line(f"Error while executing topic command : {message}")
         self.out.flush()
-        for message in messages:
-            self.out.diag(f"Error: {message}")
         raise typer.Exit(1)
 
     def _guard(self, action) -> None:

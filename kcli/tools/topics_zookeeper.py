@@ -18,15 +18,13 @@ leaders, deletion). Its lines:
 - ``--delete``: ``Topic T is marked for deletion.`` and the ``delete.topic.enable`` note, or
   ``Topic T is already marked for deletion.``.
 
-A failure prints ``Error while executing topic command : <message>`` (stdout) and ``Error:
-<message>`` (stderr), exit 1, as the ``--bootstrap-server`` path. ZooKeeper unreachable within
-``ZK_CONNECTION_TIMEOUT_MS`` (Kafka's tool waits 30 s), a malformed chroot or a chroot that does
-not exist: one line, exit 1.
+A failure prints ``Error while executing topic command : <message>`` (stdout), exit 1, as the
+``--bootstrap-server`` path. ZooKeeper unreachable within ``ZK_CONNECTION_TIMEOUT_MS`` (Kafka's
+tool waits 30 s), a malformed connect string or chroot, or a chroot that does not exist: one
+line, exit 1 (``kcli.tools.zk_session``).
 """
 
 from __future__ import annotations
-
-import logging
 
 from kcli.tools.topics import (
     COLLISION_WARNING,
@@ -57,20 +55,9 @@ DELETE_NOTE = "Note: This will have no impact if delete.topic.enable is not set 
 
 def open_store(connect: str):
     """A session on ``connect``'s chroot, which must exist (brokers create it; a tool does not)."""
-    from kcli.errors import KcliError
-    from kcli.metadata.zookeeper import ZooKeeperStore, split_connect
+    from kcli.tools.zk_session import open_cluster_store
 
-    hosts, chroot = split_connect(connect)
-    timeouts = {"session_timeout_ms": ZK_SESSION_TIMEOUT_MS, "connection_timeout_ms": ZK_CONNECTION_TIMEOUT_MS}
-    if chroot is not None:
-        bare = ZooKeeperStore(hosts, **timeouts).start()
-        try:
-            missing = bare.exists(chroot) is None
-        finally:
-            bare.close()
-        if missing:
-            raise KcliError(f"ZooKeeper at {hosts} has no {chroot}: no Kafka cluster uses the chroot of {connect}")
-    return ZooKeeperStore(connect, **timeouts).start()
+    return open_cluster_store(connect, session_timeout_ms=ZK_SESSION_TIMEOUT_MS, connection_timeout_ms=ZK_CONNECTION_TIMEOUT_MS)
 
 
 class ZookeeperTopicService(TopicService):
@@ -84,23 +71,12 @@ class ZookeeperTopicService(TopicService):
         self.topic = topic
         self.exclude_internal = exclude_internal
         self.if_exists = if_exists
-        # kazoo logs every refused connection attempt; the tool reports a failure in one line.
-        self._kazoo_log = logging.getLogger("kazoo")
-        self._kazoo_level = self._kazoo_log.level
-        self._kazoo_log.setLevel(logging.CRITICAL)
-        try:
-            self.store = open_store(connect)
-        except BaseException:
-            self._kazoo_log.setLevel(self._kazoo_level)
-            raise
+        self.store = open_store(connect)
         self.zk_client = KafkaZkClient(self.store)
         self.admin = AdminZkClient(self.zk_client)
 
     def close(self) -> None:
-        try:
-            self.store.close()
-        finally:
-            self._kazoo_log.setLevel(self._kazoo_level)
+        self.store.close()
 
     # -- shared steps --------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
+from kcli.metadata.zk_connect import InvalidConnectStringError, parse_connect
 from kcli.java_compat import parse_int
 from kcli.output import Output
 from kcli.tools.zk_commands import ALIASES, COMMANDS, ConnectionLossError
@@ -140,6 +141,7 @@ class Shell:
 
     def open(self, host: str) -> None:
         """``connectToZK``: close a live session, then start connecting to ``host``."""
+        _kazoo_hosts(host)  # a string ZooKeeper refuses leaves the live session as it is
         if self.alive and self._client is not None:
             self.close()
         self.host = host
@@ -150,7 +152,7 @@ class Shell:
         self._settled.clear()
         self._connected_once = False
         client = KazooClient(
-            hosts=self.host,
+            hosts=_kazoo_hosts(self.host),
             timeout=self.timeout_ms / 1000,
             read_only=self.read_only,
             connection_retry=KazooRetry(max_tries=1),
@@ -341,6 +343,17 @@ def _check_chroot(server: str) -> None:
         validate_path(server[cut:])
 
 
+def _kazoo_hosts(server: str) -> str:
+    """ConnectStringParser's reading of ``server`` (the chroot checked first, with zkCli's
+    message), in the form kazoo reads; a string it refuses is one ``CliError``."""
+    _check_chroot(server)
+    try:
+        parsed = parse_connect(server)
+    except InvalidConnectStringError as error:
+        raise CliError(str(error)) from None
+    return parsed.hosts + (parsed.chroot or "")
+
+
 def run(connect: str | None, args: Sequence[str]) -> int:
     """The shell's exit code for ``zookeeper-shell.sh CONNECT ARGS...``."""
     output = Output()
@@ -361,7 +374,7 @@ def run(connect: str | None, args: Sequence[str]) -> int:
             timeout_ms = parse_int(options.get("-timeout", str(DEFAULT_TIMEOUT_MS)))
         except ValueError as error:
             raise CliError(f"java.lang.NumberFormatException: {error}") from None
-        _check_chroot(server)
+        _kazoo_hosts(server)
     except CliError as error:
         output.diag(str(error))
         return 1

@@ -310,7 +310,8 @@ def test_status_of_a_chroot_that_holds_no_cluster_is_one_line_and_creates_nothin
     connect = f"{zookeeper_server.connect}/no-cluster-here"
     result = run_kcli("cluster", "status", "--zookeeper", connect)
     assert result.returncode == 1, result
-    assert result.stderr == f"Error: no Kafka cluster at {connect}: the chroot /no-cluster-here does not exist\n"
+    hosts = connect.split("/")[0]
+    assert result.stderr == f"Error: ZooKeeper at {hosts} has no /no-cluster-here: no Kafka cluster uses the chroot of {connect}\n"
     zk = zk_client(zookeeper_server.connect)
     try:
         assert zk.exists("/no-cluster-here") is None

@@ -256,3 +256,33 @@ def test_unreachable_zookeeper_missing_chroot_and_usage(cluster, zk):
     assert (usage.returncode, usage.stderr.strip()) == (2, "Error: One of --group or --all-groups is required")
     usage = run("migrate", "--group", "g", "--to", "elsewhere", *both(cluster))
     assert (usage.returncode, usage.stderr.strip()) == (2, "Error: --to must be one of zookeeper, kafka, got 'elsewhere'")
+
+
+def test_all_groups_verify_agrees_with_execute_on_a_group_without_offsets(zookeeper_server, tmp_path):
+    """A Kafka group that never committed (console-consumer without --group leaves one) is
+    skipped by --execute --all-groups and so by --verify --all-groups: an empty group is in sync."""
+    with running_cluster(zookeeper_server, tmp_path, "all-groups") as cluster, zk_session(cluster) as zk:
+        topic = topic_with_records(cluster, 1, 5)
+        migrated = name("g")
+        store_in_zk(zk, migrated, topic, {0: 3})
+        empty = name("console-consumer")
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": empty, "enable.auto.commit": False,
+                             "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe([topic])
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+        finally:
+            consumer.close()  # leaves the group Empty, with no offsets committed
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        assert empty in {g.group_id for g in admin.list_consumer_groups().result(30).valid}
+
+        done = run("migrate", "--all-groups", "--to", "kafka", "--execute", *both(cluster))
+        assert done.returncode == 0, done.stderr
+        assert kafka_offsets(cluster, migrated, topic, 1) == {0: 3}
+        verified = run("migrate", "--all-groups", "--to", "kafka", "--verify", *both(cluster))
+        assert (verified.returncode, verified.stderr) == (0, ""), verified
+        assert verified.stdout == "The offsets of 1 group(s) are the same in zookeeper and kafka.\n"
+        # Named explicitly, a group with no offsets on either side is in sync too.
+        named = run("migrate", "--group", empty, "--verify", *both(cluster))
+        assert (named.returncode, named.stderr) == (0, ""), named

@@ -42,6 +42,22 @@ def test_usage_error_exits_2():
     assert b"No such option" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "suggestion"),
+    [
+        (("topcs",), "Did you mean 'topics'?"),
+        (("consumer-offsets", "exprt"), "Did you mean 'export'?"),
+        (("cluster", "statu"), "(Did you mean one of: 'start', 'status'?)"),
+        (("transactions", "lst"), "Did you mean 'list'?"),
+    ],
+)
+def test_a_mistyped_command_is_named_once_with_its_suggestions(args, suggestion):
+    result = run_kcli(*args)
+    assert result.returncode == 2
+    last = result.stderr.decode().splitlines()[-1]
+    assert last == f"Error: No such command '{args[-1]}'. {suggestion}"
+
+
 def test_missing_file_is_one_line_and_exit_1(tmp_path):
     missing = tmp_path / "00000000000000000000.log"
     result = run_kcli("dump-log-segments", "--files", str(missing))
