@@ -308,7 +308,7 @@ async def _produce(topic: str, props: dict[str, str], reader: LineReader | None,
     try:
         await producer.start()
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
-        async for number, line in _lines(interactive):
+        async for number, line in _lines(interactive, _longest_line(props)):
             if failure:
                 break
             if reader is not None:
@@ -373,8 +373,24 @@ def _json_record(line: str, number: int):  # type: ignore[no-untyped-def]
     return record.key, record.value, record.headers, record.partition, record.timestamp
 
 
-async def _lines(interactive: bool):  # type: ignore[no-untyped-def]
-    """Standard input's lines (numbered from 1), as ``BufferedReader.readLine`` splits them."""
+def _longest_line(props: dict[str, str]) -> int:
+    """The longest input line worth holding: twice ``max.request.size`` (a JSON line's base64 or
+    escapes may make it longer than its record), since no record made from a longer line fits in
+    a produce request."""
+    try:
+        max_request_size = int(props.get("max.request.size", MAX_REQUEST_SIZE_DEFAULT))
+    except ValueError:
+        max_request_size = MAX_REQUEST_SIZE_DEFAULT  # the producer's own check names it
+    return 2 * max(max_request_size, MAX_REQUEST_SIZE_DEFAULT)
+
+
+MAX_REQUEST_SIZE_DEFAULT = 1024 * 1024
+
+
+async def _lines(interactive: bool, longest: int):  # type: ignore[no-untyped-def]
+    """Standard input's lines (numbered from 1), as ``BufferedReader.readLine`` splits them. A
+    line longer than ``longest`` characters ends the input with one error (standard input may be
+    endless, ``/dev/zero``), so memory stays bounded."""
     import asyncio
     import codecs
     import io
@@ -400,6 +416,13 @@ async def _lines(interactive: bool):  # type: ignore[no-untyped-def]
             for line in lines:
                 number += 1
                 yield number, line
+            if len(pending) > longest:
+                from kcli.errors import KcliError
+
+                raise KcliError(
+                    f"Line number {number + 1} of the input is longer than {longest} characters: no record made from it "
+                    f"fits in max.request.size"
+                )
         if not chunk:
             if pending:
                 number += 1

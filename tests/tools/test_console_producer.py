@@ -11,7 +11,10 @@ from __future__ import annotations
 import base64
 import json
 import re
+import resource
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -509,3 +512,23 @@ def test_plain_lines_and_sync_against_the_mock_cluster(mock_cluster, kcli, uniqu
     result = produce(kcli, mock_cluster.bootstrap, topic, "one\ntwo\nthree\n", "--sync")
     assert result.returncode == 0, result
     assert sorted(m.value() for m in consume(mock_cluster.bootstrap, topic, 3)) == [b"one", b"three", b"two"]
+
+
+def test_an_endless_input_line_is_one_line_in_bounded_memory(broker, unique_topic):
+    """Standard input without a line end (/dev/zero) ends with one error once the line can no
+    longer make a record that fits in max.request.size, instead of growing without bound (the
+    memory limit turns an unbounded read into a MemoryError)."""
+    topic = unique_topic()
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (768 * 1024 * 1024, 768 * 1024 * 1024))
+
+    with open("/dev/zero", "rb") as endless:
+        result = subprocess.run(
+            [sys.executable, "-m", "kcli", "console-producer", "--bootstrap-server", broker.bootstrap, "--topic", topic],
+            stdin=endless, capture_output=True, text=True, timeout=120, preexec_fn=limit_memory,
+        )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        "Error: Line number 1 of the input is longer than 2097152 characters: no record made from it fits in max.request.size"
+    ]
