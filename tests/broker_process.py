@@ -30,8 +30,11 @@ class BrokerProcess:
         properties_file: Path | None = None,
         log_level: str = "INFO",
         open_files: int | None = None,
+        cwd: Path | None = None,
     ) -> None:
-        """``open_files``: the process's limit on open files (soft and hard RLIMIT_NOFILE)."""
+        """``open_files``: the process's limit on open files (soft and hard RLIMIT_NOFILE);
+        ``cwd``: the directory the broker runs in (the test process's by default)."""
+        self.cwd = cwd
         self.log_dir = Path(log_dir)
         self.open_files = open_files
         self.properties_file = properties_file
@@ -65,6 +68,7 @@ class BrokerProcess:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=self.cwd,
             preexec_fn=self._limit_open_files if self.open_files is not None else None,
         )
         self._reader = threading.Thread(target=self._read_log, args=(self.process,), daemon=True)

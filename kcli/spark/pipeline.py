@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -188,12 +189,38 @@ def format_bytes(size: float) -> str:
     return f"{size:.1f} GB"
 
 
+# Below this the elapsed time prints as "0.0 s" and a rate computed from it means nothing.
+MEASURABLE_SECONDS = 0.05
+
+
+def format_rate(per_second: float) -> str:
+    """A rate with three significant digits, in plain notation: a slow job's 0.0932 records/s is
+    not rounded down to 0; 100 and more are whole numbers with thousands separators."""
+    if per_second <= 0 or per_second >= 100:
+        return f"{per_second:,.0f}"
+    decimals = 2 - math.floor(math.log10(per_second))
+    return f"{per_second:.{decimals}f}"
+
+
+def format_byte_rate(bytes_per_second: float) -> str:
+    value = bytes_per_second
+    for unit in ("B", "KB", "MB"):
+        if value < 1000:
+            return f"{format_rate(value)} {unit}/s"
+        value /= 1000
+    return f"{format_rate(value)} GB/s"
+
+
 def summary(verb: str, records: int, size: int | None, what: str, elapsed: float) -> str:
-    rate = records / elapsed if elapsed > 0 else 0.0
-    if size is None:
-        return f"{verb} {records} records {what} in {elapsed:.1f} s ({rate:,.0f} records/s)"
-    throughput = format_bytes(size / elapsed if elapsed > 0 else 0)
-    return f"{verb} {records} records ({format_bytes(size)}) {what} in {elapsed:.1f} s ({rate:,.0f} records/s, {throughput}/s)"
+    """The line a Spark command ends with. The rates are left out when the job took too short a
+    time to measure them."""
+    done = f"{verb} {records} records" + ("" if size is None else f" ({format_bytes(size)})") + f" {what} in {elapsed:.1f} s"
+    if elapsed < MEASURABLE_SECONDS:
+        return done
+    rates = [f"{format_rate(records / elapsed)} records/s"]
+    if size is not None:
+        rates.append(format_byte_rate(size / elapsed))
+    return f"{done} ({', '.join(rates)})"
 
 
 class Progress:

@@ -115,15 +115,19 @@ class LogAppendInfo(NamedTuple):
     duplicate: bool = False
 
 
-def parse_topic_partition_name(name: str) -> tuple[str, int]:
-    """``("orders", 3)`` from ``orders-3``, also for ``orders-3.<id>-delete`` and ``-future`` names."""
+def parse_topic_partition_name(name: str, directory: Path | None = None) -> tuple[str, int]:
+    """``("orders", 3)`` from ``orders-3``, also for ``orders-3.<id>-delete`` and ``-future`` names.
+
+    Anything else is Kafka's error (LocalLog.parseTopicPartitionName), naming ``directory``'s
+    full path when it is given, on one line."""
     original = name
     if name.endswith(("-delete", "-future", "-stray")):
         name = name[: name.rindex(".")] if "." in name else ""
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
+        found = directory.resolve() if directory is not None else original
         raise KcliError(
-            f"Found directory {original}, '{original}' is not in the form of topic-partition or topic-partition.uniqueId-delete "
+            f"Found directory {found}, '{original}' is not in the form of topic-partition or topic-partition.uniqueId-delete "
             "(if marked for deletion). Kafka's log directories (and children) should only contain Kafka topic data."
         )
     return topic, int(partition)

@@ -45,6 +45,10 @@ from kcli.storage.log_config import LogConfig
 from kcli.storage.log_dir_failure import LogDirFailureChannel
 from kcli.storage.segment import now_ms
 
+# Kafka's RemoteIndexCache.DIR_NAME: tiered storage's index cache, the one directory in a log dir
+# that Kafka's LogManager skips without it being a partition's.
+REMOTE_INDEX_CACHE_DIR_NAME = "remote-log-index-cache"
+
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
@@ -168,7 +172,11 @@ class LogManager:
             if child.name.endswith(("-future", "-stray")):
                 log.warning("Skipping %s: kcli does not move replicas between log dirs", child)
                 continue
-            topic, partition = parse_topic_partition_name(child.name)
+            if child.name == REMOTE_INDEX_CACHE_DIR_NAME:
+                continue
+            # Any other directory that is not a partition's stops the start with Kafka's line
+            # naming it, as Kafka's LogManager.loadLogs does.
+            topic, partition = parse_topic_partition_name(child.name, child)
             if topic == CLUSTER_METADATA_TOPIC_NAME:
                 continue
             key = (topic, partition)

@@ -95,7 +95,9 @@ def mirror(
 
         def status(elapsed: float) -> str:
             records = sum(int(p.get("numInputRows", 0)) for p in query.recentProgress)
-            return f"{records} records ({records / elapsed if elapsed > 0 else 0:,.0f}/s)"
+            if elapsed < pipeline.MEASURABLE_SECONDS:
+                return f"{records} records"
+            return f"{records} records ({pipeline.format_rate(records / elapsed)}/s)"
 
         try:
             with pipeline.Progress(spark, "mirroring", status=status):

@@ -185,6 +185,21 @@ def test_dirs_that_are_not_partitions(tmp_path):
         LogManager(dirs(tmp_path))
 
 
+def test_tiered_storages_index_cache_is_skipped_and_any_other_foreign_dir_is_named_by_its_path(tmp_path):
+    # Kafka 3.9's LogManager.loadLogs skips remote-log-index-cache and fails on any other
+    # directory that is no partition's, naming its full path (LocalLog.parseTopicPartitionName).
+    (tmp_path / "d1" / "remote-log-index-cache").mkdir(parents=True)
+    manager = LogManager(dirs(tmp_path))
+    assert manager.all_logs() == []
+    manager.shutdown()
+    foreign = tmp_path / "d2" / ".hypothesis"
+    foreign.mkdir(parents=True)
+    with pytest.raises(KcliError) as failure:
+        LogManager(dirs(tmp_path))
+    assert str(failure.value).startswith(f"Found directory {foreign.resolve()}, '.hypothesis' is not in the form of topic-partition")
+    assert "\n" not in str(failure.value)
+
+
 def test_a_log_dir_is_locked_while_in_use(tmp_path):
     manager = LogManager(dirs(tmp_path))
     with pytest.raises(KcliError, match=r"Failed to acquire lock on file \.lock in .*d1"):
