@@ -23,6 +23,22 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free ports."""
+    for _ in range(50):
+        base = free_port()
+        if base + count - 1 > 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
 class ZooKeeperProcess:
     def __init__(self, data_dir: Path, port: int | None = None) -> None:
         self.data_dir = Path(data_dir)

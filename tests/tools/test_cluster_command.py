@@ -22,26 +22,10 @@ from kcli.tools.zookeeper_server import zookeeper_answers
 from tests.broker_process import BrokerProcess
 from tests.cluster.conftest import wait_until
 from tests.tools.conftest import run_kcli
-from tests.zookeeper_process import free_port
+from tests.zookeeper_process import free_port, free_ports
 
 SESSION_TIMEOUT_MS = 4000  # the shortest ZooKeeper's default tickTime (2 s) allows
 _STARTED = re.compile(r"^(ZooKeeper|Broker (\d+)) started \(pid (\d+)\) on (\S+)$")
-
-
-def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports."""
-    for _ in range(50):
-        base = free_port()
-        if base + count - 1 > 65535:
-            continue
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError(f"no {count} consecutive free ports")
 
 
 def alive(pid: int) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.zookeeper_process import free_port
+from tests.zookeeper_process import free_port, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 SET_UP = [
@@ -50,22 +50,6 @@ def readme_blocks() -> list[list[str]]:
         joined = body.replace("\\\n", " ")
         blocks.append([line.strip() for line in joined.splitlines() if line.strip()])
     return blocks
-
-
-def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports."""
-    for _ in range(50):
-        base = free_port()
-        if base + count - 1 > 65535:
-            continue
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError(f"no {count} consecutive free ports")
 
 
 def accepting(port: int) -> bool:
@@ -227,7 +211,9 @@ class Walk:
         code = process.wait(30)
         assert code == 130, f"{readme_command}: exit {code} after Ctrl-C:\n{log.read_text()[-3000:]}"
 
-    def stop(self, server: Server) -> None:
+    @staticmethod
+    def _terminate(server: Server) -> bool:
+        """SIGTERM, then SIGKILL to its process group past 90 s; False when it took the SIGKILL."""
         server.done = True
         if server.process.poll() is None:
             server.process.send_signal(signal.SIGTERM)
@@ -236,20 +222,18 @@ class Walk:
             except subprocess.TimeoutExpired:
                 os.killpg(server.process.pid, signal.SIGKILL)
                 server.process.wait(10)
-                raise AssertionError(f"{server.command}: did not stop on SIGTERM:\n{server.output()[-3000:]}")
+                return False
+        return True
+
+    def stop(self, server: Server) -> None:
+        if not self._terminate(server):
+            raise AssertionError(f"{server.command}: did not stop on SIGTERM:\n{server.output()[-3000:]}")
         assert server.process.returncode == server.expected_exit, f"{server.command}: exit {server.process.returncode}:\n{server.output()[-3000:]}"
 
     def stop_all(self) -> None:
         for server in reversed(self.servers):
             if not server.done:
-                server.done = True
-                if server.process.poll() is None:
-                    server.process.send_signal(signal.SIGTERM)
-                    try:
-                        server.process.wait(90)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(server.process.pid, signal.SIGKILL)
-                        server.process.wait(10)
+                self._terminate(server)
 
 
 def test_the_set_up_block_is_kept_as_it_is():
