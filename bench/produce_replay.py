@@ -314,23 +314,26 @@ def replay_frames(args: argparse.Namespace, broker: Broker) -> None:
         position += 4 + size
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=args.start_timeout)
     pid = broker.python_pid()
-    run_hook(args.before, pid)
-    cpu_before, faults_before, start = cpu_seconds(pid), minor_faults(pid), time.perf_counter()
-    outstanding = 0
-    for frame in frames:
-        sock.sendall(frame)
-        outstanding += 1
-        while outstanding >= args.in_flight:
+    for round_ in range(args.repeat):
+        if round_ == 0:
+            run_hook(args.before, pid)
+        cpu_before, faults_before, start = cpu_seconds(pid), minor_faults(pid), time.perf_counter()
+        outstanding = 0
+        for frame in frames:
+            sock.sendall(frame)
+            outstanding += 1
+            while outstanding >= args.in_flight:
+                read_exactly(sock, struct.unpack(">i", read_exactly(sock, 4))[0])
+                outstanding -= 1
+        while outstanding:
             read_exactly(sock, struct.unpack(">i", read_exactly(sock, 4))[0])
             outstanding -= 1
-    while outstanding:
-        read_exactly(sock, struct.unpack(">i", read_exactly(sock, 4))[0])
-        outstanding -= 1
-    elapsed, cpu, faults = time.perf_counter() - start, cpu_seconds(pid) - cpu_before, minor_faults(pid) - faults_before
-    run_hook(args.after, pid)
+        elapsed, cpu, faults = time.perf_counter() - start, cpu_seconds(pid) - cpu_before, minor_faults(pid) - faults_before
+        if round_ == 0:
+            run_hook(args.after, pid)
+        print(f"round {round_ + 1}: {len(frames)} recorded Produce requests ({len(data) / 1e6:,.1f} MB) from {args.frames}: broker minor page faults {faults:,}; "
+              f"{elapsed:.2f} s wall, broker CPU {cpu:.2f} s (wall and CPU depend on the machine's load)", flush=True)
     sock.close()
-    print(f"{len(frames)} recorded Produce requests ({len(data) / 1e6:,.1f} MB) from {args.frames}: broker minor page faults {faults:,}; "
-          f"{elapsed:.2f} s wall, broker CPU {cpu:.2f} s (wall and CPU depend on the machine's load)")
 
 
 def produce_with_loadgen(args: argparse.Namespace, broker: Broker, bootstrap: str, targets: list[tuple[str, int]], warmup: bool = True) -> None:
@@ -364,6 +367,7 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=1, help="requests sent before the first answer is awaited (librdkafka pipelines up to 5 here)")
     parser.add_argument("--record", type=Path, default=None, help="with --client loadgen: keep librdkafka's Produce requests (after the warm-up) in this file")
     parser.add_argument("--frames", type=Path, default=None, help="send these recorded Produce requests (after the warm-up) instead of the built ones")
+    parser.add_argument("--repeat", type=int, default=1, help="with --frames: send the recording this many times (the hooks wrap the first)")
     parser.add_argument("--wrap", default=None, help="a command the broker runs under, e.g. 'strace -c -f -o /tmp/s.txt'")
     parser.add_argument("--before", default=None, help="a command run before the measured phase; {pid} is the broker's")
     parser.add_argument("--after", default=None, help="a command run after the measured phase; {pid} is the broker's")
