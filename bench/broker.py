@@ -34,6 +34,7 @@ Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--no
   --rounds   rounds per throughput case on fresh topics, the median shown (default 5)
   --dir      where kcli's log dirs go (default: a temporary directory; /dev/shm takes the disk out)
   --no-tansu leave Tansu out (the mock alone as peer)
+  --kcli-tree run kcli's broker from this source tree (a worktree of another commit, to compare two)
   --override a broker config for kcli's broker (repeatable), e.g. fetch.max.bytes=4194304
   --profile  only the 100 B produce case against kcli, sampled with py-spy (or cProfile when
              py-spy is missing); prints the top functions by self and cumulative time
@@ -522,6 +523,16 @@ def machine_line() -> str:
             f"confluent-kafka {confluent_kafka.__version__}, librdkafka {confluent_kafka.libversion()[0]}")
 
 
+def kcli_source() -> str:
+    """Where the kcli the benchmark's brokers run comes from, and its commit when it is a git tree."""
+    found = subprocess.run([sys.executable, "-c", "import kcli; print(kcli.__file__)"], capture_output=True, text=True, timeout=60).stdout.strip()
+    tree = Path(found).parent.parent if found else None
+    commit = ""
+    if tree is not None:
+        commit = subprocess.run(["git", "-C", str(tree), "log", "-1", "--format=%h %cs"], capture_output=True, text=True, timeout=30).stdout.strip()
+    return f"{tree or '?'}{' at ' + commit if commit else ''}"
+
+
 def print_throughput(results: list[CaseResult], peers: list[str]) -> None:
     """Per case and phase, one row per broker, and kcli's ratio against each peer and against the
     fastest peer whose records checked out (the goal)."""
@@ -648,7 +659,8 @@ def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str],
     cases = [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
     latency_seconds = 2.0 if quick else 5.0
     print(machine_line())
-    print(f"kcli's log dirs under {workdir} ({filesystem_of(workdir)}); the mock and Tansu's memory engine keep their logs in memory")
+    print(f"kcli: {kcli_source()}")
+    print(f"kcli's log dirs under {workdir} ({filesystem_of(workdir)}); the peers keep their logs in memory")
     os.sync()
     first, again = page_cache_write_rates(workdir)
     print(f"page cache on this machine: 256 MiB written to a new file at {first:,.0f} MB/s; written again right after deleting it, {again:,.0f} MB/s")
@@ -755,11 +767,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="rounds per throughput case, the median is shown (default 5, 1 with --quick)")
     parser.add_argument("--dir", default=None, help="where kcli's log dirs go (default: a temporary directory)")
     parser.add_argument("--profile", action="store_true", help="profile kcli's broker during the 100 B produce case")
+    parser.add_argument("--kcli-tree", type=Path, default=None, help="run kcli's broker from this source tree (e.g. a worktree of another commit) instead of the installed kcli")
     parser.add_argument("--no-tansu", action="store_true", help="leave Tansu out (the mock alone as peer)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a broker config for kcli's broker, e.g. fetch.max.bytes=4194304 (repeatable)")
     parser.add_argument("--profile-output", type=Path, default=None, help="with --profile: keep the raw profile here (py-spy's collapsed stacks, or cProfile's pstats)")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="kcli-bench-broker-", dir=args.dir))
+    workdir = Path(tempfile.mkdtemp(prefix="kcli-bench-broker-", dir=args.dir)).resolve()
+    if args.kcli_tree is not None:
+        # Every kcli broker the benchmark starts inherits this environment and working directory
+        # (``python -m kcli`` looks in its working directory first).
+        os.environ["PYTHONPATH"] = str(args.kcli_tree.resolve())
+        if args.profile_output is not None:
+            args.profile_output = args.profile_output.resolve()
+        os.chdir(args.kcli_tree)
     try:
         if args.profile:
             run_profile(args.quick, workdir, args.profile_output, args.override)
