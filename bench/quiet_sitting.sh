@@ -1,6 +1,6 @@
 #!/bin/sh
 # The figures of docs/performance.md, in one sitting on a quiet machine: the broker benchmark with
-# both peers (5 rounds), then this tree's broker and 7cec5c1's alternately (the 1 KiB produce
+# both peers (5 rounds), then this tree's broker and 7cec5c1's alternately against the mock (the 1 KiB produce
 # comparison), each run's output kept in OUT (default: a new temporary directory).
 # Usage: bench/quiet_sitting.sh [OUT]   (from the repository root; PYTHON overrides the interpreter)
 set -eu
@@ -13,7 +13,7 @@ git worktree add --detach "$OLD" "$BEFORE" >/dev/null
 trap 'git worktree remove --force "$OLD"' EXIT
 PYTHONPATH=$PWD "$PYTHON" bench/broker.py | tee "$OUT/broker.txt"
 for round in 1 2; do
-    PYTHONPATH=$PWD "$PYTHON" bench/broker.py --rounds 2 --kcli-tree "$PWD" | tee "$OUT/now-$round.txt"
-    "$PYTHON" bench/broker.py --rounds 2 --kcli-tree "$OLD" | tee "$OUT/$BEFORE-$round.txt"
+    PYTHONPATH=$PWD "$PYTHON" bench/broker.py --rounds 2 --no-tansu --kcli-tree "$PWD" | tee "$OUT/now-$round.txt"
+    "$PYTHON" bench/broker.py --rounds 2 --no-tansu --kcli-tree "$OLD" | tee "$OUT/$BEFORE-$round.txt"
 done
 echo "outputs in $OUT"
