@@ -285,7 +285,7 @@ def replay(args: argparse.Namespace, workdir: Path) -> None:
 
 def run_prelude(admin_bootstrap: str, records: int) -> None:
     """What bench/broker.py does before its first 1 KiB round: the 100 B cases (none, then lz4)
-    into topics of their own (68 partitions), deleted afterwards."""
+    into topics of their own (68 partitions), each read back, then deleted."""
     import json
 
     admin = AdminClient({"bootstrap.servers": admin_bootstrap, "log_level": 4})
@@ -298,6 +298,11 @@ def run_prelude(admin_bootstrap: str, records: int) -> None:
         done = subprocess.run([sys.executable, str(HERE / "_loadgen.py"), "produce", json.dumps(params)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
         if done.returncode:
             raise RuntimeError(f"the prelude's produce failed: {done.stderr[-2000:]}")
+        warmup_records = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])["warmup_records"]
+        params = {"bootstrap": admin_bootstrap, "partitions": params["partitions"], "count": records + warmup_records, "timeout": 600}
+        done = subprocess.run([sys.executable, str(HERE / "_loadgen.py"), "consume", json.dumps(params)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
+        if done.returncode:
+            raise RuntimeError(f"the prelude's consume failed: {done.stderr[-2000:]}")
         for future in admin.delete_topics(names, operation_timeout=60, request_timeout=120).values():
             future.result(timeout=180)
     del admin
@@ -362,7 +367,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=160)
     parser.add_argument("--run", type=int, default=256, help="records per batch (bench/broker.py's 256 KiB runs of 1 KiB values)")
     parser.add_argument("--per-request", type=int, default=4, help="partition batches per Produce request")
-    parser.add_argument("--prelude", type=int, default=0, help="first produce this many 100 B records (none, then lz4) to other topics, deleted after, as bench/broker.py's earlier cases")
+    parser.add_argument("--prelude", type=int, default=0, help="first produce and consume this many 100 B records (none, then lz4) in other topics, deleted after, as bench/broker.py's earlier cases")
     parser.add_argument("--client", choices=("replay", "loadgen"), default="replay", help="the fixed request series, or bench/_loadgen.py's librdkafka producer")
     parser.add_argument("--in-flight", type=int, default=1, help="requests sent before the first answer is awaited (librdkafka pipelines up to 5 here)")
     parser.add_argument("--record", type=Path, default=None, help="with --client loadgen: keep librdkafka's Produce requests (after the warm-up) in this file")
