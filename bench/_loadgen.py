@@ -11,7 +11,8 @@ line); diagnostics go to stderr. Modes:
   in runs of ``run_bytes`` per partition (as a sticky partitioner does), timed to the last
   acknowledgement.
 - ``consume``: read every partition from the beginning with assign() (no group commits) until
-  ``count`` records arrived, and time it.
+  ``count`` records arrived (or none came for ``idle_seconds``), and time it; then count, untimed,
+  what still arrives within ``drain_seconds`` (records past the acknowledged count).
 - ``latency-produce`` / ``latency-consume``: send values carrying their send time at a fixed rate
   with linger.ms=0; the consumer takes receive time - send time per record.
 - ``group-join``: ``members - 1`` consumers subscribe in one group and settle; then, ``rounds``
@@ -225,19 +226,32 @@ def run_consume(params: dict[str, Any]) -> None:
         deadline = time.monotonic() + params.get("timeout", 300)
         start = time.perf_counter()
         consumer.assign(partitions)
+        idle_seconds = params.get("idle_seconds", 15.0)
+        last_progress = time.monotonic()
         while received < count and time.monotonic() < deadline:
             # consume() waits for all the messages it asks for (or the timeout): never ask for more than are left.
-            for message in consumer.consume(min(10_000, count - received), 0.5):
+            messages = consumer.consume(min(10_000, count - received), 0.5)
+            for message in messages:
                 if message.error() is not None:
                     if len(errors) < 20:
                         errors.append(str(message.error()))
                     continue
                 received += 1
                 value_bytes += len(message.value())
+            if messages:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > idle_seconds:
+                break  # the broker returns no more: fewer records than were acknowledged
         elapsed = time.perf_counter() - start
+        # Untimed: whatever the broker still returns past the expected count (duplicates, or more
+        # records than it acknowledged) shows up here.
+        extra = 0
+        drain_until = time.monotonic() + params.get("drain_seconds", 1.0)
+        while time.monotonic() < drain_until:
+            extra += sum(1 for message in consumer.consume(10_000, 0.2) if message.error() is None)
     finally:
         consumer.close()
-    emit({"seconds": elapsed, "records": received, "bytes": value_bytes, "available": available, "trimmed_partitions": trimmed, "errors": errors})
+    emit({"seconds": elapsed, "records": received, "extra": extra, "bytes": value_bytes, "available": available, "trimmed_partitions": trimmed, "errors": errors})
 
 
 # --- latency ------------------------------------------------------------------------------------
