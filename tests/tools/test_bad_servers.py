@@ -1,7 +1,8 @@
 """Every tool that talks to a broker, pointed at servers that are not one: a listener that accepts
-and never answers, and an HTTP server. Each must end with one line naming the server (on stderr; on stdout where Kafka's tool prints it there)
-(and, for the silent one, the timeout it waited), exit 1, no traceback, within its timeout, and
-without allocating what the HTTP answer's first four bytes announce as a frame size (1.2 GB).
+and never answers, and an HTTP server. Each must end with one line naming the server (on stderr,
+or on stdout where Kafka's tool prints it there), and, for the silent one, the timeout it waited;
+exit 1, no traceback, within its timeout, and without allocating what the HTTP answer's first
+four bytes announce as a frame size (1.2 GB).
 """
 
 from __future__ import annotations
