@@ -460,9 +460,9 @@ def produce_one_each(bootstrap: str, counts: dict[str, int]) -> None:
         raise RuntimeError("records to the idle partitions were not all delivered")
 
 
-def measure_idle_rss(workdir: Path, overrides: list[str]) -> tuple[float, float]:
-    """VmRSS (MB) of a fresh kcli broker with no topics, then holding 10 x 100 partitions of one record each."""
-    broker = KcliBroker(workdir / "kcli-rss", overrides=overrides).start()
+def measure_idle_rss(broker) -> tuple[float, float]:
+    """VmRSS (MB) of a freshly started broker (kcli's or a peer's) with no topics, then holding
+    10 x 100 partitions of one record each; the broker is stopped after."""
     try:
         time.sleep(1)
         empty = vm_rss_mb(broker.pid)
@@ -577,21 +577,6 @@ def print_latency(latency: dict[tuple[str, int], dict[str, Any]], seconds: float
           "\n   produce, so at the default wait its figure is that wait; the 1 ms row is the comparable one)")
 
 
-def measure_tansu_idle_rss(binary: Path, workdir: Path) -> tuple[float, float]:
-    """VmRSS (MB) of a fresh Tansu with no topics, then holding 10 x 100 partitions of one record each."""
-    tansu = TansuBroker(binary, workdir).start()
-    try:
-        time.sleep(1)
-        empty = vm_rss_mb(tansu.pid)
-        counts = {f"idle-{i}": 100 for i in range(10)}
-        kcli_create_topics(tansu.bootstrap, counts)
-        produce_one_each(tansu.bootstrap, counts)
-        time.sleep(2)
-        return empty, vm_rss_mb(tansu.pid)
-    finally:
-        tansu.stop()
-
-
 def print_rss(empty_mb: float, idle_mb: float, tansu: tuple[float, float] | None = None) -> None:
     print(f"\nbroker RSS, 10 topics x 100 partitions, one record each   goal < {RSS_GOAL_MB:g} MB")
     print(f"  kcli   {idle_mb:6.1f} MB  {verdict(idle_mb < RSS_GOAL_MB)}   (fresh broker with no topics: {empty_mb:.1f} MB)")
@@ -702,11 +687,11 @@ def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str],
             kcli.stop()
         for peer in peers.values():
             peer.stop()
-    empty_mb, idle_mb = measure_idle_rss(workdir, overrides)
+    empty_mb, idle_mb = measure_idle_rss(KcliBroker(workdir / "kcli-rss", overrides=overrides).start())
     tansu_rss = None
     if "tansu-memory" in peers:
         try:
-            tansu_rss = measure_tansu_idle_rss(peers["tansu-memory"].binary, workdir)
+            tansu_rss = measure_idle_rss(TansuBroker(peers["tansu-memory"].binary, workdir).start())
         except (RuntimeError, confluent_kafka.KafkaException) as e:
             print(f"Tansu's RSS with 1,000 partitions not measured: {e}")
     print_throughput(results, [name for name in brokers if name != "kcli"])
