@@ -484,8 +484,11 @@ def _walk(data: bytes | bytearray, pos: int, end: int, first: int, n: int, count
     return pos
 
 
-# Bytes inflated at a time while following the records' length prefixes.
+# Bytes inflated first while following the records' length prefixes; each later step inflates as
+# much as was inflated before, up to INFLATE_STEP_MAX (fewer, larger calls into the codec, and still
+# never more ahead of the prefixes than has been checked behind them).
 INFLATE_STEP = 16 * 1024
+INFLATE_STEP_MAX = 1024 * 1024
 _MAX_VARINT_BYTES = 10
 
 
@@ -493,11 +496,13 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) 
     """The records section of a compressed batch, inflated no further than its records lead.
 
     Record i's length prefix says where record i + 1 starts; inflation goes a step past what the
-    prefixes read so far require, and stops at the first prefix that cannot be right: too short
+    prefixes read so far require (a step as large as what was inflated before, from INFLATE_STEP
+    to INFLATE_STEP_MAX), and stops at the first prefix that cannot be right: too short
     a record (INVALID_RECORD), declared lengths adding up past ``record count x max_message_bytes``
     (MESSAGE_TOO_LARGE) or past DEFAULT_MAX_DECOMPRESSED_BYTES (CORRUPT_MESSAGE), bytes after the
     last record, or a stream that ends early (INVALID_RECORD). A codec failure is CORRUPT_MESSAGE.
     The framing is checked again, with the offset deltas, by the caller's walk of the section.
+    Runs of same-shaped records are followed a column at a time (``find_run``), the rest one by one.
     """
     count = batch.record_count
     start = batch.position + RECORD_BATCH_OVERHEAD
@@ -510,6 +515,12 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) 
     end = 0  # where record i starts; once i == count, where the records end
     while True:
         while i < count and end < len(data):
+            if count - i >= MIN_RUN:
+                run = find_run(data, end, len(data), count - i)
+                if run is not None:  # whole records, each prefix leading to the next
+                    i += run.count
+                    end = run.end
+                    continue
             try:
                 length, p = decode_varint(data, end)
             except CorruptRecordError:
@@ -529,7 +540,12 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) 
                 raise CorruptRecordError(f"{batch.compression.label} data of the batch in topic partition {partition} decompresses to more than {limit} bytes")
         if i == count and len(data) > end:
             raise InvalidRecordError(f"Incorrect declared batch size, bytes remain after the {count} records of the batch in topic partition {partition}")
-        part = stream.read(max(end - len(data), 0) + INFLATE_STEP if i < count else max(end - len(data), 1))
+        if i < count:  # the records' prefixes lead to end; a step past it, the stream's limit not passed
+            step = min(max(INFLATE_STEP, len(data)), INFLATE_STEP_MAX)
+            want = min(max(end - len(data), 0) + step, max(limit + INFLATE_STEP - len(data), 1))
+        else:
+            want = max(end - len(data), 1)
+        part = stream.read(want)
         if not part:
             if i < count or len(data) != end:
                 raise InvalidRecordError(f"the records of the batch in topic partition {partition} end before its {count} records")
