@@ -433,6 +433,25 @@ def test_a_decompression_bomb_is_refused_after_inflating_a_step_not_the_whole_bo
     assert streams.produced <= 2 * log_validator.INFLATE_STEP
 
 
+def test_runs_of_records_are_followed_as_they_inflate_and_a_bad_record_after_them_stops_the_inflation(monkeypatch):
+    """Same-shaped records are followed a run at a time: the first bad prefix after them (a record
+    of length 0, the start of 64 MiB of zeros) is still found, and inflation has not run further
+    ahead of the checked records than it has behind them."""
+    from kcli.storage.compression import compress
+
+    streams = _CountingStreams(monkeypatch)
+    good = [NewRecord(None, b"value-%06d" % i, NOW) for i in range(4000)]
+    section = build_batch(good)[61:]
+    template = build_batch(good[:1], compression=CompressionType.LZ4)
+    data = template[:61] + compress(CompressionType.LZ4, section + bytes(64 << 20))
+    data = with_field(data, ">i", 8, len(data) - 12)  # the batch's length
+    data = with_field(data, ">i", 23, 4000)  # its last offset delta
+    data = with_field(data, ">i", 57, 4001)  # its record count: one more than the good ones
+    with pytest.raises(InvalidRecordError, match="record 4000 of length 0"):
+        validate(data)
+    assert streams.produced <= 2 * len(section) + 2 * log_validator.INFLATE_STEP
+
+
 def test_records_declaring_more_than_their_count_may_hold_are_too_large_before_they_are_inflated(monkeypatch):
     from kcli.storage.compression import compress
     from kcli.storage.varint import encode_varint
