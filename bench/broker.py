@@ -30,11 +30,12 @@ produce every partition gets a few untimed records (see _loadgen.warm_up; the ti
 printed per round, since a fresh partition's first appends create and extend its files), and dirty
 pages are written back (os.sync) so that no run pays for the previous one's.
 
-Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--no-tansu] [--override K=V ...] [--profile [--profile-output FILE]]
+Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--no-tansu] [--case SLUG ...] [--override K=V ...] [--profile [--profile-output FILE]]
   --quick    10x fewer records and one round (a smoke run)
   --rounds   rounds per throughput case on fresh topics, the median shown (default 5)
   --dir      where kcli's log dirs go (default: a temporary directory; /dev/shm takes the disk out)
   --no-tansu leave Tansu out (the mock alone as peer)
+  --case     only this throughput case, e.g. 1024b-none (repeatable)
   --kcli-tree run kcli's broker from this source tree (a worktree of another commit, to compare two)
   --override a broker config for kcli's broker (repeatable), e.g. fetch.max.bytes=4194304
   --profile  only the 100 B produce case against kcli, sampled with py-spy (or cProfile when
@@ -426,11 +427,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int) -> dict[str, Any]:
-    """p50/p99 of receive - send time at 1,000 msg/s, a consumer and a producer in two processes."""
+def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int, producers: int = 1) -> dict[str, Any]:
+    """p50/p99 of receive - send time at 1,000 msg/s, a consumer and ``producers`` producers (taking
+    the records in turn) in two processes."""
     rate, warmup_seconds = 1000, 1.0
     params = {"bootstrap": bootstrap, "partitions": layout, "rate": rate, "value_size": 100, "warmup_count": int(rate * warmup_seconds),
-              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60}
+              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60, "producers": producers}
     consumer = subprocess.Popen([sys.executable, str(LOADGEN), "latency-consume", json.dumps(params)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         ready: list[str] = []
@@ -658,9 +660,13 @@ def start_peers(workdir: Path, with_tansu: bool) -> tuple[MockCluster, dict[str,
     return mock, peers, notes
 
 
-def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str], with_tansu: bool = True) -> None:
+def all_cases(quick: bool) -> list[Case]:
     scale = 10 if quick else 1
-    cases = [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
+    return [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
+
+
+def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str], with_tansu: bool = True, only: list[str] | None = None) -> None:
+    cases = [case for case in all_cases(quick) if not only or case.slug in only]
     latency_seconds = 2.0 if quick else 5.0
     print(machine_line())
     print(f"kcli: {kcli_source()}")
@@ -779,6 +785,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="profile kcli's broker during the 100 B produce case")
     parser.add_argument("--kcli-tree", type=Path, default=None, help="run kcli's broker from this source tree (e.g. a worktree of another commit) instead of the installed kcli")
     parser.add_argument("--no-tansu", action="store_true", help="leave Tansu out (the mock alone as peer)")
+    parser.add_argument("--case", action="append", default=[], choices=[case.slug for case in all_cases(False)],
+                        help="only this throughput case (repeatable; default all); latency and RSS are measured still")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a broker config for kcli's broker, e.g. fetch.max.bytes=4194304 (repeatable)")
     parser.add_argument("--profile-output", type=Path, default=None, help="with --profile: keep the raw profile here (py-spy's collapsed stacks, or cProfile's pstats)")
     args = parser.parse_args()
@@ -794,7 +802,7 @@ def main() -> None:
         if args.profile:
             run_profile(args.quick, workdir, args.profile_output, args.override)
         else:
-            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir, args.override, with_tansu=not args.no_tansu)
+            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir, args.override, with_tansu=not args.no_tansu, only=args.case)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
