@@ -1,6 +1,7 @@
 """The load generator of bench/broker.py: one confluent-kafka client per process, the same for every broker.
 
-Run as ``python bench/_loadgen.py MODE JSON`` where JSON holds the mode's parameters. Each mode
+Run as ``python bench/_loadgen.py MODE JSON`` where JSON holds the mode's parameters (or ``@FILE``, a
+file holding them, deleted once read). Each mode
 prints one JSON line with its result on stdout (the latency consumer first prints a ``ready``
 line); diagnostics go to stderr. Modes:
 
@@ -15,8 +16,8 @@ line); diagnostics go to stderr. Modes:
   ``count`` records arrived (or none came for ``idle_seconds``), and time it; then count, untimed,
   what still arrives within ``drain_seconds`` (records past the acknowledged count).
 - ``latency-produce`` / ``latency-consume``: send values carrying their send time at a fixed rate
-  with linger.ms=0 (from ``producers`` producers in turn, 1 by default); the consumer takes
-  receive time - send time per record.
+  with linger.ms=0 (from ``producers`` producers in turn, 1 by default); the consumer (from the
+  partitions' beginning, or with ``from_end`` their end) takes receive time - send time per record.
 - ``group-join``: ``members - 1`` consumers subscribe in one group and settle; then, ``rounds``
   times, one more member subscribes and the time until every member holds its share of the new
   assignment is taken, and the newcomer leaves again (bench/groups.py).
@@ -38,7 +39,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
 
 ONE_MIB = 1024 * 1024
 # Values from the latency producer: "<sequence> <monotonic send ns> " then padding.
@@ -303,7 +304,9 @@ def run_latency_consume(params: dict[str, Any]) -> None:
     latencies_ms: list[float] = []
     seen = 0
     try:
-        consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in params["partitions"]])
+        # From the end when the partitions hold records already (bench/scaling.py's throughput phase).
+        start = OFFSET_END if params.get("from_end") else OFFSET_BEGINNING
+        consumer.assign([TopicPartition(t, p, start) for t, p in params["partitions"]])
         # Fetches are in flight (long polls) before the producer is told to start.
         settle = time.monotonic() + params.get("settle_seconds", 1.0)
         while time.monotonic() < settle:
@@ -458,11 +461,23 @@ MODES = {
 }
 
 
+def parameters(argument: str) -> str:
+    """The JSON argument, or the contents of the file ``@FILE`` names (deleted once read)."""
+    if not argument.startswith("@"):
+        return argument
+    path = argument[1:]
+    try:
+        with open(path) as file:
+            return file.read()
+    finally:
+        os.unlink(path)
+
+
 def main() -> None:
     if len(sys.argv) != 3 or sys.argv[1] not in MODES:
         sys.exit(f"usage: _loadgen.py {{{','.join(MODES)}}} JSON")
     try:
-        MODES[sys.argv[1]](json.loads(sys.argv[2]))
+        MODES[sys.argv[1]](json.loads(parameters(sys.argv[2])))
     except KafkaException as e:
         sys.exit(f"{sys.argv[1]}: {e}")
 

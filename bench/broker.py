@@ -273,9 +273,21 @@ class TansuBroker:
             stop_process(self.process, signal.SIGTERM, timeout=15)
 
 
+def loadgen_command(mode: str, params: dict[str, Any]) -> list[str]:
+    """The command line of a load generator: its parameters as JSON, or ``@FILE`` holding them when
+    they are too long for one argument (thousands of partitions); the load generator deletes FILE."""
+    text = json.dumps(params)
+    if len(text) > 64 * 1024:
+        fd, path = tempfile.mkstemp(prefix="kcli-loadgen-", suffix=".json")
+        with os.fdopen(fd, "w") as file:
+            file.write(text)
+        text = "@" + path
+    return [sys.executable, str(LOADGEN), mode, text]
+
+
 def run_loadgen(mode: str, params: dict[str, Any], timeout: float = LOADGEN_TIMEOUT) -> dict[str, Any]:
     """One load generator process to completion; its JSON result."""
-    result = subprocess.run([sys.executable, str(LOADGEN), mode, json.dumps(params)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(loadgen_command(mode, params), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
         raise RuntimeError(f"load generator {mode} failed ({result.returncode}):\n{result.stderr[-3000:]}")
@@ -427,13 +439,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int, producers: int = 1) -> dict[str, Any]:
-    """p50/p99 of receive - send time at 1,000 msg/s, a consumer and ``producers`` producers (taking
-    the records in turn) in two processes."""
+def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int, producers: int = 1, from_end: bool = False) -> dict[str, Any]:
+    """p50/p99 of receive - send time at 1,000 msg/s, a consumer (``from_end``: past the records
+    the partitions hold already) and ``producers`` producers (taking the records in turn) in two
+    processes."""
     rate, warmup_seconds = 1000, 1.0
     params = {"bootstrap": bootstrap, "partitions": layout, "rate": rate, "value_size": 100, "warmup_count": int(rate * warmup_seconds),
-              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60, "producers": producers}
-    consumer = subprocess.Popen([sys.executable, str(LOADGEN), "latency-consume", json.dumps(params)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60, "producers": producers, "from_end": from_end}
+    consumer = subprocess.Popen(loadgen_command("latency-consume", params), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         ready: list[str] = []
         reader = threading.Thread(target=lambda: ready.append(consumer.stdout.readline()), daemon=True)
@@ -448,9 +461,10 @@ def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: floa
         stop_process(consumer, timeout=10)
 
 
-def vm_rss_mb(pid: int) -> float:
+def vm_rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory in MB: all of it (VmRSS), or RssAnon (its own) or RssFile (file pages it maps)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+    return int(re.search(field + r":\s+(\d+) kB", status).group(1)) / 1024
 
 
 def produce_one_each(bootstrap: str, counts: dict[str, int]) -> None:

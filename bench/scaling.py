@@ -6,7 +6,7 @@ Two sweeps, each point on a freshly started broker, the load from bench/_loadgen
   - connections: a topic of 100 partitions written by 1, 10, 100 and 500 producers (each
     producer its own client, so its own connection), taking the runs of records in turn.
 At each point: one untimed record to every partition (the files come into being), then
-200,000 x 100 B produced (linger.ms=5, acks=1, values spread evenly over the partitions) and
+500,000 x 100 B produced (linger.ms=5, acks=1, values spread evenly over the partitions) and
 read back (counted against what was acknowledged, as bench/broker.py does; a broker that returns
 otherwise is marked INVALID), then end-to-end latency at 1,000 msg/s for 5 s spread over every
 partition (producers linger.ms=0, consumer fetch.wait.max.ms=1). Printed per point and broker:
@@ -25,6 +25,7 @@ import argparse
 import importlib
 import math
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -58,9 +59,10 @@ from broker import (  # noqa: E402
 PARTITION_POINTS = (1, 10, 100, 1_000, 10_000)
 PRODUCER_POINTS = (1, 10, 100, 500)
 CONNECTION_SWEEP_PARTITIONS = 100
-RECORDS, VALUE_SIZE = 200_000, 100
+RECORDS, VALUE_SIZE = 500_000, 100
 CONNECTION_RUN_BYTES = 16 * 1024  # values a producer sends to one partition before the next producer takes over
 MATPLOTLIB = "matplotlib>=3.8,<4"
+OPEN_FILES = 65_536
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Point:
     p99_ms: float = math.nan
     latency_samples: str = ""
     rss_mb: float = math.nan
+    rss_anon_mb: float = math.nan  # the process's own memory; the rest of rss_mb is log and index pages it maps
     cpu_per_gb: float = math.nan
     problem: str = ""
 
@@ -112,11 +115,12 @@ def measure_point(name: str, sweep: str, partitions: int, producers: int, record
         rate, problem = measure_consume(broker.bootstrap, layout, records + partitions)
         point.consume_msgs = rate.msgs_per_s
         point.problem = problem
-        latency = measure_latency(broker.bootstrap, layout, latency_seconds, GOAL_FETCH_WAIT_MS, producers=producers)
+        latency = measure_latency(broker.bootstrap, layout, latency_seconds, GOAL_FETCH_WAIT_MS, producers=producers, from_end=True)
         if latency.get("samples"):
             point.p50_ms, point.p99_ms = latency["p50_ms"], latency["p99_ms"]
         point.latency_samples = f"{latency.get('samples', 0):,}/{latency['expected']:,}"
         point.rss_mb = vm_rss_mb(broker.pid)
+        point.rss_anon_mb = vm_rss_mb(broker.pid, "RssAnon")
     except (RuntimeError, confluent_kafka.KafkaException, subprocess.TimeoutExpired) as e:
         point.problem = point.problem or f"failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}"
     finally:
@@ -130,14 +134,15 @@ def cost_growth(points: list[Point], unit: str) -> list[str]:
     notes = []
     first = points[0]
     for point in points[1:]:
-        extra_rss = point.rss_mb - first.rss_mb
-        notes.append(f"{point.x:>6,} {unit}: CPU/GB x{point.cpu_per_gb / first.cpu_per_gb:.2f} of {first.x:,}'s, RSS +{extra_rss:.1f} MB ({extra_rss * 1024 / (point.x - first.x):.1f} KiB per added {unit.rstrip('s')})")
+        extra_rss = point.rss_anon_mb - first.rss_anon_mb
+        cpu = f"x{point.cpu_per_gb / first.cpu_per_gb:.2f}" if first.cpu_per_gb > 0 else "n/a"
+        notes.append(f"{point.x:>6,} {unit}: CPU/GB {cpu} of {first.x:,}'s, own memory (RssAnon) +{extra_rss:.1f} MB ({extra_rss * 1024 / (point.x - first.x):.1f} KiB per added {unit.rstrip('s')})")
     return notes
 
 
 def print_sweep(points: list[Point], sweep: str, names: list[str]) -> None:
     unit = "partitions" if sweep == "partitions" else "producers"
-    print(f"\n{unit:>10} broker        create s  produce msgs/s  consume msgs/s  p50 ms  p99 ms  samples       RSS MB  CPU s/GB  kcli/tansu")
+    print(f"\n{unit:>10} broker        create s  produce msgs/s  consume msgs/s  p50 ms  p99 ms  samples       RSS MB (anon)  CPU s/GB  kcli/tansu")
     by_key = {(p.broker, p.x): p for p in points if p.sweep == sweep}
     xs = sorted({p.x for p in points if p.sweep == sweep})
     for x in xs:
@@ -149,7 +154,7 @@ def print_sweep(points: list[Point], sweep: str, names: list[str]) -> None:
             peer = by_key.get(("tansu-memory", x))
             if name == "kcli" and peer is not None and not peer.problem and not point.problem:
                 ratio = f"{point.produce_msgs / peer.produce_msgs:.2f}"
-            print(f"{x:>10,} {name:<13} {point.create_seconds:>8.2f} {point.produce_msgs:>15,.0f} {point.consume_msgs:>15,.0f} {point.p50_ms:>7.2f} {point.p99_ms:>7.2f}  {point.latency_samples:<13} {point.rss_mb:>6.1f} {point.cpu_per_gb:>9.1f}  {ratio:>10}"
+            print(f"{x:>10,} {name:<13} {point.create_seconds:>8.2f} {point.produce_msgs:>15,.0f} {point.consume_msgs:>15,.0f} {point.p50_ms:>7.2f} {point.p99_ms:>7.2f}  {point.latency_samples:<13} {point.rss_mb:>6.1f} ({point.rss_anon_mb:>5.1f}) {point.cpu_per_gb:>9.1f}  {ratio:>10}"
                   + (f"  INVALID: {point.problem}" if point.problem else ""))
     for name in names:
         mine = [by_key[(name, x)] for x in xs if (name, x) in by_key and not by_key[(name, x)].problem]
@@ -180,7 +185,7 @@ def plot(points: list[Point], names: list[str], path: Path, title: str) -> None:
     if plt is None:
         return
     figure, axes = plt.subplots(2, 3, figsize=(15, 8.5))
-    metrics = (("produce_msgs", "produce, msgs/s (200,000 x 100 B)"), ("p99_ms", "p99 latency, ms (1,000 msg/s, fetch.wait.max.ms=1)"), ("cpu_per_gb", "broker CPU s per GB produced"))
+    metrics = (("produce_msgs", f"produce, msgs/s ({RECORDS:,} x {VALUE_SIZE} B)"), ("p99_ms", "p99 latency, ms (1,000 msg/s, fetch.wait.max.ms=1)"), ("cpu_per_gb", "broker CPU s per GB produced"))
     for row, sweep in enumerate(("partitions", "producers")):
         for column, (field, label) in enumerate(metrics):
             axis = axes[row][column]
@@ -201,6 +206,18 @@ def plot(points: list[Point], names: list[str], path: Path, title: str) -> None:
     print(f"plot written to {path}")
 
 
+def open_file_limit() -> str:
+    """Raise this process's open-file limit (which the brokers inherit) to OPEN_FILES when allowed, as
+    an operator does for a broker with many partitions (kcli, as Kafka, keeps a log's files open:
+    three per partition); what the brokers get."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, OPEN_FILES), max(hard, OPEN_FILES)))
+    except (ValueError, OSError) as e:
+        return f"open-file limit {soft:,} (could not raise it to {OPEN_FILES:,}: {e})"
+    return f"open-file limit raised from {soft:,} to {resource.getrlimit(resource.RLIMIT_NOFILE)[0]:,} for the brokers"
+
+
 def parse_points(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x.strip())
 
@@ -219,6 +236,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kcli-bench-scaling-", dir=args.dir)).resolve()
     header = machine_line()
     print(header)
+    print(open_file_limit())
     print(f"kcli: {kcli_source()}")
     tansu = None if args.no_tansu else tansu_binary()
     names = ["kcli"] + (["tansu-memory"] if tansu is not None else [])
