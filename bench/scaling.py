@@ -190,9 +190,12 @@ def plot(points: list[Point], names: list[str], path: Path, title: str) -> None:
         for column, (field, label) in enumerate(metrics):
             axis = axes[row][column]
             for name in names:
-                mine = sorted((p for p in points if p.sweep == sweep and p.broker == name and not p.problem), key=lambda p: p.x)
+                # A point whose records did not all come back is drawn dashed, as the tables mark it INVALID.
+                mine = sorted((p for p in points if p.sweep == sweep and p.broker == name and not math.isnan(getattr(p, field))), key=lambda p: p.x)
+                valid = all(not p.problem for p in mine)
                 if mine:
-                    axis.plot([p.x for p in mine], [getattr(p, field) for p in mine], marker="o", label=name)
+                    axis.plot([p.x for p in mine], [getattr(p, field) for p in mine], marker="o", linestyle="-" if valid else "--",
+                              label=name if valid else f"{name} (INVALID: records miscounted)")
             axis.set_xscale("log")
             if field != "produce_msgs":
                 axis.set_yscale("log")
