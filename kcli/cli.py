@@ -1,43 +1,78 @@
-"""The ``kcli`` root command: mounts one module per tool and owns the error boundary.
+"""The ``kcli`` root command: finds each tool's module in ``kcli.tools.catalog`` and owns the error
+boundary.
 
-Tool modules keep their heavy imports inside their command functions, so ``kcli --help`` loads
-neither PySpark, kazoo nor the protocol schemas.
+A tool's module is imported only when its command runs (or something walks every command, as the
+completion generator does); ``kcli --help`` lists the catalog's summaries. Tool modules keep their
+heavy imports inside their command functions, so even a running tool loads neither PySpark, kazoo
+nor the protocol schemas it does not use.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Iterator, Mapping
 
+import click
 import typer
+import typer.core
+import typer.main
 
 from kcli import __version__
-from kcli.tools import (
-    broker,
-    broker_api_versions,
-    cluster,
-    complete_names,
-    configs,
-    console_consumer,
-    console_producer,
-    consumer_groups,
-    consumer_offset_checker,
-    consumer_offsets,
-    consumer_perf_test,
-    dump_log_segments,
-    export,
-    get_offsets,
-    import_,
-    mirror,
-    producer_perf_test,
-    stats,
-    topics,
-    transactions,
-    zookeeper,
-    zookeeper_shell,
-)
+from kcli.tools.catalog import TOOLS_BY_NAME, Tool
+
+
+# Help is shown as written, on a terminal as in a pipe: as rich markup, Kafka's texts would break
+# (``HOST:PORT[/chroot]`` reads as a closing tag) or lose words (``[name]`` as a style).
+RICH_MARKUP_MODE = None
+
+
+def _load(tool: Tool) -> click.Command:
+    """The tool's command, as its module registers it."""
+    # A mistyped subcommand (``kcli cluster statu``) is reported once, by click, with its suggestions.
+    holder = typer.Typer(suggest_commands=False, rich_markup_mode=RICH_MARKUP_MODE)
+    importlib.import_module(f"kcli.tools.{tool.module}").register(holder)
+    return typer.main.get_group(holder).commands[tool.name]
+
+
+class _ToolCommands(Mapping[str, click.Command]):
+    """The root's commands in the catalog's order, each loaded on first access."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            self._loaded[name] = _load(TOOLS_BY_NAME[name])
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TOOLS_BY_NAME)
+
+    def __len__(self) -> int:
+        return len(TOOLS_BY_NAME)
+
+
+class _KcliGroup(typer.core.TyperGroup):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _ToolCommands()
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # the names alone: TyperGroup's own reads every command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's listing, written from the catalog's summaries: help imports no tool."""
+        listed = [tool for tool in TOOLS_BY_NAME.values() if not tool.hidden]
+        limit = formatter.width - 6 - max(len(tool.name) for tool in listed)
+        with formatter.section("Commands"):
+            formatter.write_dl([(tool.name, click.Command(tool.name, help=tool.summary).get_short_help_str(limit)) for tool in listed])
+
 
 app = typer.Typer(
     name="kcli",
+    cls=_KcliGroup,
+    rich_markup_mode=RICH_MARKUP_MODE,
     help="A Kafka toolbox: broker, on-disk format and Kafka's classic tools.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -60,51 +95,10 @@ def _root(
     """A Kafka toolbox: broker, on-disk format and Kafka's classic tools."""
 
 
-for tool in (
-    broker,
-    zookeeper,
-    zookeeper_shell,
-    cluster,
-    topics,
-    console_producer,
-    console_consumer,
-    consumer_groups,
-    consumer_offsets,
-    consumer_offset_checker,
-    get_offsets,
-    configs,
-    broker_api_versions,
-    producer_perf_test,
-    consumer_perf_test,
-    dump_log_segments,
-    export,
-    import_,
-    mirror,
-    stats,
-    transactions,
-    complete_names,
-):
-    tool.register(app)
-
-# A mistyped subcommand (``kcli cluster statu``) is reported once, by click, with its suggestions.
-for group in app.registered_groups:
-    group.typer_instance.suggest_commands = False
-
-
-def _plain_unless_terminal() -> None:
-    """Typer draws help and usage errors as rich panels; when stdout or stderr is not a terminal
-    (a pipe, a file, a CI log) they are click's plain text instead, like every tool's output."""
-    if not (sys.stdout.isatty() and sys.stderr.isatty()):
-        import typer.core
-
-        typer.core.HAS_RICH = False
-
-
 def main() -> None:
     """Console-script entry: runs the app and turns kcli's errors into one line and an exit code."""
     from kcli.errors import EXIT_ERROR, EXIT_SIGINT, KcliError
 
-    _plain_unless_terminal()
     try:
         app()
     except KcliError as exc:

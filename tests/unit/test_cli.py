@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kcli.tools.catalog import TOOLS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,6 +28,53 @@ def test_help_does_not_import_heavy_modules():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+
+
+def _tool_modules_loaded(*args: str) -> list[str]:
+    """The kcli.tools modules imported by ``kcli ARGS`` (the catalog aside)."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['kcli', *{list(args)!r}]\n"
+        "from kcli.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('TOOLS', sorted(m for m in sys.modules if m.startswith('kcli.tools.') and m != 'kcli.tools.catalog'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    line = next((line for line in result.stdout.splitlines() if line.startswith("TOOLS ")), None)
+    assert line is not None, result.stdout + result.stderr
+    return eval(line.removeprefix("TOOLS "))
+
+
+def test_help_lists_the_tools_without_importing_them():
+    assert _tool_modules_loaded("--help") == []
+    assert _tool_modules_loaded("--version") == []
+
+
+def test_a_tool_imports_its_own_module_and_none_of_the_others():
+    loaded = _tool_modules_loaded("topics", "--help")
+    assert "kcli.tools.topics" in loaded
+    others = {f"kcli.tools.{tool.module}" for tool in TOOLS} - {"kcli.tools.topics"}
+    assert not others & set(loaded), loaded
+
+
+def test_the_catalog_lists_each_command_as_its_own_help_begins():
+    """kcli --help shows the catalog's summaries; each must be its command's first paragraph, and
+    the catalog must name exactly the commands the tool modules register."""
+    import click
+    import typer.main
+
+    from kcli.cli import app
+
+    root = typer.main.get_command(app)
+    assert list(root.commands) == [tool.name for tool in TOOLS]
+    for tool in TOOLS:
+        command = root.commands[tool.name]
+        assert command.name == tool.name
+        assert command.hidden == tool.hidden, tool.name
+        assert (command.help or "").split("\n\n")[0] == tool.summary, tool.name
+        for limit in (30, 45, 80):
+            listed = click.Command(tool.name, help=tool.summary)  # as kcli --help lists it
+            assert listed.get_short_help_str(limit) == command.get_short_help_str(limit), (tool.name, limit)
 
 
 def test_python_dash_m_and_version():

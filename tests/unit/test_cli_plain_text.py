@@ -53,3 +53,42 @@ def test_help_and_usage_errors_are_plain_text_in_a_pipe():
     help_text = dict((tuple(args), result) for (args, _), result in results)[("topics", "--help")]
     assert help_text.stdout.startswith("Usage: ") and "kcli topics" in help_text.stdout.splitlines()[0]
     assert "--bootstrap-server" in help_text.stdout
+
+
+def _run_on_terminal(args: list[str]) -> tuple[int, str]:
+    """``kcli ARGS`` with stdin, stdout and stderr on a pseudo-terminal: what a user at a shell sees."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "kcli", *args], stdin=slave, stdout=slave, stderr=slave, cwd=ROOT)
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(master)
+    return process.wait(timeout=60), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_help_on_a_terminal_is_the_text_a_pipe_gets():
+    """Help is shown as written: Kafka's texts hold brackets (``HOST:PORT[/chroot]``) that rich
+    markup would read as tags, failing or dropping words."""
+    paths = _command_paths(typer.main.get_command(app))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda path: (path, _run_on_terminal([*path, "--help"]), _run([*path, "--help"])), paths))
+    failures = [
+        f"kcli {' '.join(path)} --help on a terminal -> {code}:\n{text[:600]}"
+        for path, (code, text), piped in results
+        if code != 0 or text != piped.stdout
+    ]
+    assert not failures, "\n\n".join(failures)
+    zookeeper_shell = next(text for path, (_, text), _ in results if path == ("zookeeper-shell",))
+    assert "HOST:PORT[/chroot]" in zookeeper_shell
