@@ -17,6 +17,17 @@ import time
 from pathlib import Path
 
 
+def zookeeper_serving(port: int) -> bool:
+    """True once the server on ``port`` answers ZooKeeper's ``srvr`` four-letter command as a
+    serving server: it accepts connections earlier, and closes them until its database is loaded."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            conn.sendall(b"srvr")
+            return b"Zookeeper version" in conn.recv(4096)
+    except OSError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -94,13 +105,7 @@ class ZooKeeperProcess:
         raise RuntimeError(f"ZooKeeper did not answer on {self.connect} within {timeout} s:\n{self.log()}")
 
     def _answers(self) -> bool:
-        """True once the server answers ZooKeeper's ``srvr`` four-letter command."""
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                conn.sendall(b"srvr")
-                return b"Zookeeper version" in conn.recv(4096)
-        except OSError:
-            return False
+        return zookeeper_serving(self.port)
 
     def log(self) -> str:
         try:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.zookeeper_process import free_port, free_ports
+from tests.zookeeper_process import free_port, free_ports, zookeeper_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 SET_UP = [
@@ -163,7 +163,7 @@ class Walk:
             ready_lines = count + 1
         elif words[1] == "zookeeper":
             ports = {int(p) for p in re.findall(r"^clientPort=(\d+)", self._properties_text(words), re.M)}
-            ready_lines = 0
+            ready_lines = 0  # ZooKeeper prints no such line: its srvr answer says it serves
         else:
             ports = {int(p) for p in re.findall(r"PLAINTEXT://[^:]*:(\d+)", self._properties_text(words) + command)}
             ready_lines = 1
@@ -179,7 +179,8 @@ class Walk:
             assert server.process.poll() is None, f"{readme_command}\n(run as: {command})\nexited {server.process.returncode}:\n{server.output()[-3000:]}"
             output = server.output()
             started = len(re.findall(r"\] started \(|^(ZooKeeper|Broker \d+) started \(pid", output, re.M))
-            if started >= ready_lines and all(accepting(port) for port in ports):
+            ready = zookeeper_serving if words[1] == "zookeeper" else accepting
+            if started >= ready_lines and all(ready(port) for port in ports):
                 return
             time.sleep(0.2)
         raise AssertionError(f"{readme_command}: not serving within 120 s:\n{server.output()[-3000:]}")
