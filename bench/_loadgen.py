@@ -227,9 +227,28 @@ def total_available(consumer: Consumer, partitions: list[TopicPartition]) -> tup
     return available, trimmed
 
 
+class FetchStatistics:
+    """librdkafka's statistics (statistics.interval.ms), as the consumer reports them: the Fetch
+    requests it sent and the bytes it received, summed over its broker connections."""
+
+    INTERVAL_MS = 100
+
+    def __init__(self) -> None:
+        self.latest: dict[str, int] = {"fetches": 0, "rx_bytes": 0}
+
+    def __call__(self, text: str) -> None:
+        brokers = [b for b in json.loads(text)["brokers"].values() if b.get("nodeid", -1) >= 0]
+        self.latest = {"fetches": sum(b["req"].get("Fetch", 0) for b in brokers), "rx_bytes": sum(b["rxbytes"] for b in brokers)}
+
+
 def run_consume(params: dict[str, Any]) -> None:
     count = params["count"]
-    consumer = Consumer(consumer_config(params["bootstrap"]))
+    config = consumer_config(params["bootstrap"])
+    statistics = None
+    if params.get("fetch_statistics"):
+        statistics = FetchStatistics()
+        config.update({"statistics.interval.ms": FetchStatistics.INTERVAL_MS, "stats_cb": statistics})
+    consumer = Consumer(config)
     try:
         partitions = [TopicPartition(t, p, OFFSET_BEGINNING) for t, p in params["partitions"]]
         available, trimmed = total_available(consumer, partitions)
@@ -258,12 +277,19 @@ def run_consume(params: dict[str, Any]) -> None:
         # Untimed: whatever the broker still returns past the expected count (duplicates, or more
         # records than it acknowledged) shows up here.
         extra = 0
+        at_end = None
+        if statistics is not None:
+            # The first report after the timed read: at most one interval past its end.
+            before = statistics.latest
+            while statistics.latest is before:
+                extra += sum(1 for message in consumer.consume(1, 0.05) if message.error() is None)
+            at_end = statistics.latest
         drain_until = time.monotonic() + params.get("drain_seconds", 1.0)
         while time.monotonic() < drain_until:
             extra += sum(1 for message in consumer.consume(10_000, 0.2) if message.error() is None)
     finally:
         consumer.close()
-    emit({"seconds": elapsed, "records": received, "extra": extra, "bytes": value_bytes, "available": available, "trimmed_partitions": trimmed, "errors": errors})
+    emit({"seconds": elapsed, "records": received, "extra": extra, "bytes": value_bytes, "available": available, "trimmed_partitions": trimmed, "errors": errors, "fetch_statistics": at_end})
 
 
 # --- latency ------------------------------------------------------------------------------------
