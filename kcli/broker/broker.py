@@ -503,7 +503,7 @@ class Broker:
             await self._controlled_shutdown()
         self.server.stop_accepting()
         if self.replica_manager is not None:
-            self.replica_manager.notify_all()
+            self.replica_manager.shutdown_purgatories()
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.shutdown()
         if self.add_partitions_to_txn_manager is not None:

@@ -4,8 +4,8 @@ Its log, its leader epoch, its replicas and in-sync replicas, and its high water
 manager keeps it as a leader (it serves produce and fetch) or as a follower (it keeps its log).
 In single-process mode, and while replication is not built, the ISR is the leader alone, so an
 append is committed (the high watermark moves) as soon as it is written; ``acks=all`` still
-honours ``min.insync.replicas`` against the ISR, as Kafka does. Waiting fetches are woken by the
-replica manager (``notify``) after an append.
+honours ``min.insync.replicas`` against the ISR, as Kafka does. Waiting requests are completed by
+the replica manager's purgatories after an append.
 """
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ class Partition:
         if self.isr == [self.broker_id]:
             self.log.update_high_watermark(self.log.log_end_offset)
         return info
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
+        """Kafka's Partition.checkEnoughReplicasReachOffset, for a waiting acks=-1 produce: done once
+        the high watermark reaches ``required_offset`` (NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+        ISR is then smaller than ``min.insync.replicas``)."""
+        if self.high_watermark < required_offset:
+            return False, ErrorCode.NONE
+        if len(self.isr) < self.log.config.min_insync_replicas:
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return True, ErrorCode.NONE
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's fencing of requests that carry the client's idea of the leader epoch."""

@@ -1,17 +1,18 @@
-"""The partitions this broker hosts, their logs, and the wake-ups of waiting fetches.
+"""The partitions this broker hosts and the data path through them: Kafka's ReplicaManager.
 
 Each hosted topic-partition is a ``Partition`` (``partition.py``), kept as a leader or as a
-follower. The replica manager is the seam where follower fetching and ISR changes join in
-cluster mode.
+follower. The replica manager owns the data path: ``append_records`` (a Produce request, the
+group and transaction coordinators' records, transaction markers) looks each partition up and
+appends as its leader; ``fetch_messages`` reads as the leader. Requests that must wait do so in a
+purgatory (``purgatory.py``): a produce with acks=-1 until its in-sync replicas have the records
+(``DelayedProduce``), a fetch until ``min_bytes`` are there (``DelayedFetch``); any change of a
+partition's log end offset, high watermark or leadership asks them whether they can complete.
 
 In cluster mode the controller drives it (Kafka's ReplicaManager.becomeLeaderOrFollower and
 stopReplicas): ``become_leader_or_follower`` applies a LeaderAndIsr request, ``stop_replicas_request``
 a StopReplica request, each fenced by the controller epoch (``controller_epoch``, the newest seen)
 and per partition by the leader epoch. A follower hosts its log but serves no produce or fetch:
 replicating into it is a later step, so it just keeps what it has.
-
-Long-poll fetches do not poll: a fetch that must wait registers one future under each partition
-it reads, and an append completes the futures of its partition.
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from kcli.broker.delayed_fetch import READ_COMMITTED, DelayedFetch, FetchParams, satisfied
+from kcli.broker.delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from kcli.broker.partition import Partition
+from kcli.broker.purgatory import DelayedOperationPurgatory
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
+from kcli.metadata.topic_names import is_internal
+from kcli.protocol.fetch_response import PartitionResult
 from kcli.storage.log import InconsistentTopicIdError
 from kcli.storage.log_manager import LogManager
+from kcli.storage.producer_state import AppendOrigin
 
 log = logging.getLogger("kcli.broker.state.change")
+data_log = logging.getLogger(__name__)  # the data path's own failures, as Kafka's ReplicaManager logs them
 
 # Kafka's KafkaController.InitialControllerEpoch, and LeaderAndIsr's epochs a StopReplica may carry
 # instead of a partition's leader epoch: NoEpoch (a controller of before KIP-570), EpochDuringDelete
@@ -36,6 +45,9 @@ log = logging.getLogger("kcli.broker.state.change")
 INITIAL_CONTROLLER_EPOCH = 0
 NO_EPOCH = -1
 EPOCH_DURING_DELETE = -2
+# How long the broker's own writers' appends may wait for their in-sync replicas (Kafka's
+# offsets.commit.timeout.ms default).
+COORDINATOR_APPEND_TIMEOUT_MS = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +85,8 @@ class ReplicaManager:
         self._followers: dict[TopicPartition, Partition] = {}
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self._by_id: dict[uuid.UUID, str] = {}
-        self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self.produce_purgatory = DelayedOperationPurgatory("Produce")
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
         self.closing = False
 
     # -- hosting -----------------------------------------------------------------------------------
@@ -103,7 +116,7 @@ class ReplicaManager:
         log = self.log_manager.get_or_create_log(topic, index, topic_id)
         led = self._partitions.pop(key, None)
         if led is not None:
-            self.notify(key)
+            self.try_complete_delayed_requests(key)
         partition = Partition(topic, index, topic_id, log, leader_epoch=leader_epoch, replicas=list(replicas), isr=list(isr), broker_id=self.broker_id)
         self._followers[key] = partition
         return partition
@@ -239,14 +252,14 @@ class ReplicaManager:
                 self._by_id.pop(partition.topic_id, None)
             if delete:
                 self.log_manager.delete_log(topic, index)
-            self.notify((topic, index))
+            self.try_complete_delayed_requests((topic, index))
 
     def update_config(self, topic: str) -> None:
         self.log_manager.update_topic_config(topic, self.log_manager.config_for(topic))
 
     # -- lookups -----------------------------------------------------------------------------------
 
-    def partition(self, topic: str, index: int) -> Partition:
+    def get_partition_or_error(self, topic: str, index: int) -> Partition:
         found = self._partitions.get((topic, index))
         if found is None:
             if self.log_manager.is_partition_offline(topic, index):
@@ -271,39 +284,160 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
-    # -- waiting for data --------------------------------------------------------------------------
+    # -- the data path -----------------------------------------------------------------------------
 
-    def notify(self, key: TopicPartition) -> None:
-        waiters = self._waiters.pop(key, None)
-        if waiters:
-            for future in waiters:
-                if not future.done():
-                    future.set_result(key)
+    def append_records(
+        self,
+        entries: Iterable[tuple[TopicPartition, Any]],
+        acks: int,
+        timeout_ms: int,
+        origin: AppendOrigin,
+        response_callback: Callable[[list[tuple[TopicPartition, PartitionResponse]]], None],
+        *,
+        internal_topics_allowed: bool = False,
+        prepare: Callable[[Partition, Any], Any] | None = None,
+    ) -> None:
+        """Append each entry's records (partition, records) to the partition's log as its leader
+        (Kafka's ReplicaManager.appendRecords) and answer through ``response_callback``, an answer
+        per entry in their order (a partition named twice is appended to twice): at once, or, with
+        acks=-1, once the in-sync replicas have what was appended (a ``DelayedProduce``). The
+        caller's ``prepare(partition, records)`` checks a partition's records after its look-up
+        (the Produce request's batch rules and transaction verification); it returns what to
+        append or raises."""
+        statuses: list[tuple[TopicPartition, ProducePartitionStatus]] = []
+        for key, records in entries:
+            response, info = self._append_to_local_log(key, records, acks, origin, internal_topics_allowed, prepare)
+            statuses.append((key, ProducePartitionStatus(-1 if info is None else info.last_offset + 1, response)))
+            if info is not None:
+                self.try_complete_delayed_requests(key)
+        if acks == -1 and any(status.response.error_code == ErrorCode.NONE for _, status in statuses):
+            delayed = DelayedProduce(timeout_ms, statuses, self, response_callback)
+            self.produce_purgatory.try_complete_else_watch(delayed, [key for key, _ in statuses])
+        else:
+            response_callback([(key, status.response) for key, status in statuses])
 
-    def notify_all(self) -> None:
-        """At shutdown: wake every waiting fetch, and let none wait again, so each answers now."""
-        self.closing = True
-        for key in list(self._waiters):
-            self.notify(key)
+    def append_at_once(self, key: TopicPartition, records: Any, origin: AppendOrigin) -> PartitionResponse:
+        """``append_records`` for the broker's own writers (the group and transaction
+        coordinators' records, transaction markers), which need the answer within their step:
+        acks=-1, internal topics allowed; the partition's error is raised as a KafkaError. Their
+        steps are synchronous, so the answer must come within the call: it does while no
+        follower is in an ISR, as the high watermark then moves with the append itself."""
+        answered: list[list[tuple[TopicPartition, PartitionResponse]]] = []
+        self.append_records([(key, records)], -1, COORDINATOR_APPEND_TIMEOUT_MS, origin, answered.append, internal_topics_allowed=True)
+        if not answered:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"The append to {key[0]}-{key[1]} waits for its followers")
+        [(_, response)] = answered[0]
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(ErrorCode(response.error_code), response.error_message)
+        return response
 
-    async def wait_for_data(self, keys: Iterable[TopicPartition], timeout: float) -> bool:
-        """Wait until an append to one of ``keys`` or ``timeout`` seconds; True when woken by data."""
-        future = asyncio.get_running_loop().create_future()
-        keys = list(keys)
-        for key in keys:
-            self._waiters.setdefault(key, set()).add(future)
+    def _append_to_local_log(self, key: TopicPartition, records, acks: int, origin: AppendOrigin, internal_topics_allowed: bool, prepare):
+        topic, index = key
+        response = PartitionResponse()
         try:
-            await asyncio.wait_for(future, timeout)
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            for key in keys:
-                waiters = self._waiters.get(key)
-                if waiters is not None:
-                    waiters.discard(future)
-                    if not waiters:
-                        del self._waiters[key]
+            if acks not in (0, 1, -1):
+                raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+            if is_internal(topic) and not internal_topics_allowed:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+            partition = self.get_partition_or_error(topic, index)
+            if prepare is not None:
+                records = prepare(partition, records)
+            info = partition.append(records, acks, origin)
+        except KcliError as e:
+            response.error_code = e.error_code
+            response.error_message = str(e) or None
+            response.record_errors = list(getattr(e, "record_errors", ()))
+            data_log.debug("Produce to %s-%d failed: %s", topic, index, e)
+            return response, None
+        except OSError as e:  # the log turns its own disk errors into KafkaStorageError; this is a safety net
+            response.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+            response.error_message = str(e)
+            data_log.warning("Produce to %s-%d failed: %s", topic, index, e)
+            return response, None
+        except Exception:
+            response.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+            data_log.exception("Produce to %s-%d failed unexpectedly", topic, index)
+            return response, None
+        response.base_offset = info.first_offset
+        response.log_append_time = info.log_append_time
+        response.log_start_offset = info.log_start_offset
+        return response, info
+
+    def fetch_messages(self, params: FetchParams, fetch_infos: Mapping[TopicPartition, Any], response_callback: Callable[[list], None]) -> None:
+        """Read each partition as its leader (Kafka's ReplicaManager.fetchMessages) and answer
+        through ``response_callback`` with ``(partition, fetch info, PartitionResult)`` in the
+        order asked: at once when the reads hold ``min_bytes``, one of them is an error, the fetch
+        may not wait or the broker is stopping; otherwise when a ``DelayedFetch`` completes.
+        ``fetch_infos`` maps each partition to its fetch offset, ``max_bytes``, current leader
+        epoch and topic id (a fetch session's partitions)."""
+        reads = self.read_from_local_log(params, fetch_infos)
+        if params.max_wait_ms <= 0 or self.closing or satisfied(params, reads):
+            response_callback(reads)
+            return
+        self.fetch_purgatory.watch(DelayedFetch(params, fetch_infos, self, response_callback), list(fetch_infos))
+
+    def read_from_local_log(self, params: FetchParams, fetch_infos: Mapping[TopicPartition, Any]) -> list:
+        """Kafka's readFromLocalLog: whole batches from each partition, at most its ``max_bytes``
+        and ``params.max_bytes`` in all, except that the first partition with data returns at
+        least one batch."""
+        results = []
+        budget = params.max_bytes
+        min_one_message = True
+        for key, info in fetch_infos.items():
+            result = self._read_partition(key, info, max(0, min(info.max_bytes, budget)), min_one_message, params.isolation_level)
+            size = result.records_size
+            if size:
+                budget -= size
+                min_one_message = False
+            results.append((key, info, result))
+        return results
+
+    def _read_partition(self, key: TopicPartition, info, max_bytes: int, min_one_message: bool, isolation: int) -> PartitionResult:
+        topic, index = key
+        partition = self._partitions.get(key)
+        if partition is None:
+            if self.log_manager.is_partition_offline(topic, index):
+                return PartitionResult(index, error_code=ErrorCode.KAFKA_STORAGE_ERROR, records=b"")
+            code = ErrorCode.UNKNOWN_TOPIC_ID if info.topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return PartitionResult(index, error_code=code, records=b"")
+        partition_log = partition.log
+        result = PartitionResult(
+            index, high_watermark=partition.high_watermark, last_stable_offset=partition.last_stable_offset, log_start_offset=partition_log.log_start_offset
+        )
+        result.aborted_transactions = [] if isolation == READ_COMMITTED else None
+        try:
+            partition.check_leader_epoch(info.current_leader_epoch)
+            limit = result.last_stable_offset if isolation == READ_COMMITTED else result.high_watermark
+            if max_bytes <= 0 and not min_one_message:
+                result.records = b""
+                return result
+            data = partition_log.read(info.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=limit)
+            result.records = data.slices
+            if isolation == READ_COMMITTED and data.slices:
+                # (producer id, first offset) of each aborted transaction the read overlaps, from the
+                # segments' .txnindex: the consumer drops their records as it meets the ABORT markers.
+                result.aborted_transactions = [
+                    (txn.producer_id, txn.first_offset) for txn in partition_log.collect_aborted_transactions(info.fetch_offset, limit)
+                ]
+        except KcliError as e:
+            result.error_code = e.error_code
+            result.records = b""
+        return result
+
+    # -- the purgatories -----------------------------------------------------------------------------
+
+    def try_complete_delayed_requests(self, key: TopicPartition) -> None:
+        """The partition's log end offset, high watermark or leadership changed: waiting produces
+        and fetches on it may complete (Kafka's Partition.tryCompleteDelayedRequests)."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
+    def shutdown_purgatories(self) -> None:
+        """At shutdown: complete every waiting request now, and let no fetch wait again, so each
+        answers with what it has."""
+        self.closing = True
+        self.fetch_purgatory.complete_all()
+        self.produce_purgatory.complete_all()
 
 
 def _topic_id_of(update: PartitionStateUpdate) -> uuid.UUID | None:

@@ -37,7 +37,7 @@ def handle(ctx, request):
         for p in topic.partitions:
             result = {"partition_index": p.partition_index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
             try:
-                partition = replicas.partition(topic.name, p.partition_index)
+                partition = replicas.get_partition_or_error(topic.name, p.partition_index)
                 partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
                 result.update(_lookup(partition, p.timestamp, isolation, version))
             except KcliError as e:
