@@ -155,9 +155,11 @@ class ReplicaManager:
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int, updates: Iterable[PartitionStateUpdate]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Apply a LeaderAndIsr request (Kafka's ReplicaManager.becomeLeaderOrFollower): the
         request's error and each partition's. A request from an older controller epoch changes
-        nothing (STALE_CONTROLLER_EPOCH); a partition whose leader epoch is not newer than the one
-        hosted is left as it is (STALE_CONTROLLER_EPOCH), one that does not list this broker among
-        its replicas is refused (UNKNOWN_TOPIC_OR_PARTITION)."""
+        nothing (STALE_CONTROLLER_EPOCH); a partition whose log here belongs to another topic id
+        (an earlier topic of the same name) is refused first (INCONSISTENT_TOPIC_ID), then one
+        whose leader epoch is not newer than the one hosted is left as it is
+        (STALE_CONTROLLER_EPOCH), and one that does not list this broker among its replicas is
+        refused (UNKNOWN_TOPIC_OR_PARTITION)."""
         updates = list(updates)
         if controller_epoch < self.controller_epoch:
             log.warning(
@@ -177,6 +179,14 @@ class ReplicaManager:
             )
             if self.log_manager.is_partition_offline(*key):
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif not self._has_consistent_topic_id(key, _topic_id_of(update)):
+                # Before the leader epoch, as Kafka does: a topic created again under the same name
+                # starts its epochs again, so its epoch says nothing against the old topic's log.
+                log.error(
+                    "[Broker id=%d] Topic Id in memory: %s does not match the topic Id for partition %s-%d provided in "
+                    "the request: %s.", self.broker_id, self._local_topic_id(key), update.topic, update.index, update.topic_id,
+                )
+                errors[key] = ErrorCode.INCONSISTENT_TOPIC_ID
             elif update.leader_epoch <= current:
                 log.info(
                     "Ignoring LeaderAndIsr request from controller %d epoch %d for partition %s-%d since its associated "
@@ -194,6 +204,17 @@ class ReplicaManager:
             else:
                 errors[key] = self._apply(update)
         return ErrorCode.NONE, errors
+
+    def _local_topic_id(self, key: TopicPartition) -> uuid.UUID | None:
+        """The topic id of the partition's log here (its ``partition.metadata``), hosted or only on disk."""
+        hosted = self._partitions.get(key) or self._followers.get(key)
+        local = hosted.log if hosted is not None else self.log_manager.get_log(*key)
+        return None if local is None else local.topic_id
+
+    def _has_consistent_topic_id(self, key: TopicPartition, request_topic_id: uuid.UUID | None) -> bool:
+        """Kafka's hasConsistentTopicId: a request or a log without a topic id is not checked."""
+        local = self._local_topic_id(key)
+        return request_topic_id is None or local is None or local == request_topic_id
 
     def _apply(self, update: PartitionStateUpdate) -> ErrorCode:
         role = self.become_leader if update.leader == self.broker_id else self.become_follower

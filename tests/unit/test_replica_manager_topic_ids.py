@@ -32,6 +32,21 @@ def test_a_log_of_another_topic_id_is_refused_and_kept(tmp_path):
     manager.shutdown()
 
 
+def test_the_topic_id_is_checked_before_the_leader_epoch(tmp_path):
+    """A topic created again starts its leader epochs again: its first LeaderAndIsr (epoch 0) is
+    not newer than the old topic's, and Kafka answers INCONSISTENT_TOPIC_ID, not a stale epoch."""
+    manager = LogManager([tmp_path / "logs"])
+    replicas = ReplicaManager(0, manager)
+    first, second = uuid.uuid4(), uuid.uuid4()
+    replicas.become_leader_or_follower(0, 1, [update(first, leader_epoch=3)])
+    _, errors = replicas.become_leader_or_follower(0, 1, [update(second, leader_epoch=0)])
+    assert errors == {("orders", 0): ErrorCode.INCONSISTENT_TOPIC_ID}
+    _, errors = replicas.become_leader_or_follower(0, 1, [update(first, leader_epoch=3)])
+    assert errors == {("orders", 0): ErrorCode.STALE_CONTROLLER_EPOCH}  # the same topic: the epoch decides
+    assert replicas.hosted_leader_epoch("orders", 0) == 3
+    manager.shutdown()
+
+
 def test_a_log_on_disk_of_another_topic_id_is_refused_when_opened(tmp_path):
     first, second = uuid.uuid4(), uuid.uuid4()
     manager = LogManager([tmp_path / "logs"])
