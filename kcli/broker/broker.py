@@ -142,7 +142,9 @@ class Broker:
         await loop.run_in_executor(None, self.log_manager.load_logs)
         self._logs_loaded = True
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
-        self.replica_manager = ReplicaManager(self.id, self.log_manager, self.metadata)
+        self.replica_manager = ReplicaManager(
+            self.id, self.log_manager, self.metadata, replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms")
+        )
         self.producer_ids = ProducerIdManager(store, self.id, thread)
         self.producer_ids.prefetch()
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
@@ -305,7 +307,7 @@ class Broker:
         """After a broker config change: new topic defaults for every hosted log."""
         self._default_log_config = self.effective_config().log_config()
         self.log_manager.default_config = self._default_log_config
-        for topic in {p.topic for p in self.replica_manager.partitions()}:
+        for topic in {p.topic for p in self.replica_manager.leader_partitions()}:
             self.replica_manager.update_config(topic)
 
     def topic_log_config(self, topic: str) -> LogConfig | None:
@@ -361,16 +363,14 @@ class Broker:
         for index, state in topic.partitions.items():
             if state.leader == self.id:
                 try:
-                    self.replica_manager.become_leader(
-                        topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
-                    )
+                    self.replica_manager.become_leader(topic.name, index, topic.topic_id, state)
                 except (OSError, KafkaStorageError) as e:
                     # A disk error: the partition stays offline (not hosted); the broker serves the others.
                     log.error("Could not host partition %s-%d: %s", topic.name, index, e)
 
     def _on_topic_change(self, change: TopicChange) -> None:
         name, topic = change.name, change.topic
-        hosted = [p.index for p in self.replica_manager.partitions() if p.topic == name]
+        hosted = [p.index for p in self.replica_manager.leader_partitions() if p.topic == name]
         if topic is None and self.cluster_mode:
             # Gone from this broker's view (its znode deleted by hand, the topic-deletion
             # procedure's UpdateMetadata, or its last step): as on a Kafka broker, which does not
@@ -406,7 +406,7 @@ class Broker:
         coordinators drop what they no longer lead."""
         for name in sorted({p.topic for p in partitions}):
             if any(p.delete for p in partitions if p.topic == name) and not any(
-                part.topic == name for part in self.replica_manager.partitions()
+                part.topic == name for part in self.replica_manager.leader_partitions()
             ):
                 self.fetch_sessions.remove_topic(name)
             self.metadata.notify_topic(name)

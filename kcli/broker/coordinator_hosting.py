@@ -51,7 +51,7 @@ async def internal_topic(
 
 def led_partitions(broker: Any, topic_name: str) -> list[int]:
     """The partitions of ``topic_name`` this broker hosts as leader."""
-    return sorted(p.index for p in broker.replica_manager.partitions() if p.topic == topic_name and p.broker_id == broker.id)
+    return sorted(p.index for p in broker.replica_manager.leader_partitions() if p.topic == topic_name)
 
 
 def follow_topic_changes(broker: Any, apply: Callable[[Any], None]) -> None:

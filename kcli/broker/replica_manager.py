@@ -26,11 +26,12 @@ from typing import Any
 
 from kcli.broker.delayed_fetch import READ_COMMITTED, DelayedFetch, FetchParams, satisfied
 from kcli.broker.delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
-from kcli.broker.partition import Partition
+from kcli.broker.partition import DEFAULT_REPLICA_LAG_TIME_MAX_MS, Partition
 from kcli.broker.purgatory import DelayedOperationPurgatory
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.metadata.topic_names import is_internal
+from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.protocol.fetch_response import PartitionResult
 from kcli.storage.log import InconsistentTopicIdError
 from kcli.storage.log_manager import LogManager
@@ -51,20 +52,6 @@ COORDINATOR_APPEND_TIMEOUT_MS = 5000
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionStateUpdate:
-    """One partition of a LeaderAndIsr request, as the replica manager applies it."""
-
-    topic: str
-    index: int
-    topic_id: uuid.UUID | None
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    controller_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
 class StopPartition:
     """One partition of a StopReplica request."""
 
@@ -75,14 +62,14 @@ class StopPartition:
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager, metadata=None) -> None:
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata=None, *, replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         # The broker's MetadataCache: tells a partition led elsewhere from an unknown one.
         self.metadata = metadata
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        # Every partition hosted here, led or followed (Kafka's allPartitions).
         self._partitions: dict[TopicPartition, Partition] = {}
-        # Partitions this broker follows: their logs are open, nothing is served from them.
-        self._followers: dict[TopicPartition, Partition] = {}
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self._by_id: dict[uuid.UUID, str] = {}
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
@@ -91,46 +78,50 @@ class ReplicaManager:
 
     # -- hosting -----------------------------------------------------------------------------------
 
-    def become_leader(self, topic: str, index: int, topic_id: uuid.UUID | None, *, leader_epoch: int, replicas: list[int], isr: list[int]) -> Partition:
-        """Host the partition as its leader, opening or creating its log."""
-        key = (topic, index)
-        log = self.log_manager.get_or_create_log(topic, index, topic_id)
-        self._followers.pop(key, None)
-        log.maybe_assign_epoch_start_offset(leader_epoch, log.log_end_offset)
-        if list(isr) == [self.broker_id]:
-            log.update_high_watermark(log.log_end_offset)
-        partition = self._partitions.get(key)
-        if partition is None:
-            partition = Partition(topic, index, topic_id, log, leader_epoch=leader_epoch, replicas=list(replicas), isr=list(isr), broker_id=self.broker_id)
-            self._partitions[key] = partition
-        else:
-            partition.leader_epoch, partition.replicas, partition.isr = leader_epoch, list(replicas), list(isr)
+    def become_leader(self, topic: str, index: int, topic_id: uuid.UUID | None, state: PartitionState) -> Partition:
+        """Lead the partition as ``state`` says, opening or creating its log."""
+        partition = self._get_or_create_partition(topic, index, topic_id)
+        partition.make_leader(state)
         if topic_id is not None:
             self._by_id[topic_id] = topic
         return partition
 
-    def become_follower(self, topic: str, index: int, topic_id: uuid.UUID | None, *, leader_epoch: int, replicas: list[int], isr: list[int]) -> Partition:
-        """Host the partition's log as a follower: a leader here steps down (its waiting fetches
-        are woken to answer NOT_LEADER_OR_FOLLOWER), the log is created when new and kept."""
+    def become_follower(self, topic: str, index: int, topic_id: uuid.UUID | None, state: PartitionState) -> Partition:
+        """Follow the partition as ``state`` says: a leader here steps down (its waiting requests
+        complete, a fetch answering NOT_LEADER_OR_FOLLOWER's kin), the log is created when new and
+        kept."""
+        partition = self._get_or_create_partition(topic, index, topic_id)
+        was_leader = partition.is_leader
+        partition.make_follower(state)
+        if was_leader:
+            self.try_complete_delayed_requests((topic, index))
+        return partition
+
+    def _get_or_create_partition(self, topic: str, index: int, topic_id: uuid.UUID | None) -> Partition:
+        """The hosted partition, created over its log (opened or created) when new; raises
+        InconsistentTopicIdError for a log of another topic id."""
         key = (topic, index)
         log = self.log_manager.get_or_create_log(topic, index, topic_id)
-        led = self._partitions.pop(key, None)
-        if led is not None:
-            self.try_complete_delayed_requests(key)
-        partition = Partition(topic, index, topic_id, log, leader_epoch=leader_epoch, replicas=list(replicas), isr=list(isr), broker_id=self.broker_id)
-        self._followers[key] = partition
+        partition = self._partitions.get(key)
+        if partition is None or partition.log is not log:
+            partition = Partition(
+                topic, index, topic_id, log, local_broker_id=self.broker_id, replica_lag_time_max_ms=self.replica_lag_time_max_ms
+            )
+            self._partitions[key] = partition
+        elif topic_id is not None:
+            partition.topic_id = topic_id
         return partition
 
     def hosted_leader_epoch(self, topic: str, index: int) -> int:
         """The leader epoch of the partition as hosted here (leader or follower); -1 when not hosted."""
-        key = (topic, index)
-        hosted = self._partitions.get(key) or self._followers.get(key)
+        hosted = self._partitions.get((topic, index))
         return hosted.leader_epoch if hosted is not None else NO_EPOCH
 
     def is_follower(self, topic: str, index: int) -> bool:
-        return (topic, index) in self._followers
+        hosted = self._partitions.get((topic, index))
+        return hosted is not None and not hosted.is_leader
 
-    async def open_logs(self, controller_epoch: int, updates: Iterable[PartitionStateUpdate]) -> None:
+    async def open_logs(self, controller_epoch: int, updates: Iterable[TopicPartitionState]) -> None:
         """Open or create, in a worker thread, the logs a LeaderAndIsr request is about to host
         here, so that applying it (on the loop) does not wait on the disk: a request for a topic
         of a thousand partitions would otherwise hold every other client for seconds. Errors are
@@ -140,7 +131,7 @@ class ReplicaManager:
         new = [
             (u.topic, u.index, _topic_id_of(u))
             for u in updates
-            if self.broker_id in u.replicas and self.log_manager.get_log(u.topic, u.index) is None
+            if self.broker_id in u.state.replicas and self.log_manager.get_log(u.topic, u.index) is None
         ]
         if new:
             await asyncio.get_running_loop().run_in_executor(None, self._open_logs, new)
@@ -152,7 +143,7 @@ class ReplicaManager:
             except (OSError, KcliError):
                 pass
 
-    def become_leader_or_follower(self, controller_id: int, controller_epoch: int, updates: Iterable[PartitionStateUpdate]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    def become_leader_or_follower(self, controller_id: int, controller_epoch: int, updates: Iterable[TopicPartitionState]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Apply a LeaderAndIsr request (Kafka's ReplicaManager.becomeLeaderOrFollower): the
         request's error and each partition's. A request from an older controller epoch changes
         nothing (STALE_CONTROLLER_EPOCH); a partition whose log here belongs to another topic id
@@ -175,7 +166,7 @@ class ReplicaManager:
             log.debug(
                 "[Broker id=%d] Received LeaderAndIsr request from controller %d epoch %d for partition %s-%d: leader %d, "
                 "leader epoch %d, replicas %s, isr %s", self.broker_id, controller_id, controller_epoch, update.topic, update.index,
-                update.leader, update.leader_epoch, list(update.replicas), list(update.isr),
+                update.state.leader, update.state.leader_epoch, list(update.state.replicas), list(update.state.isr),
             )
             if self.log_manager.is_partition_offline(*key):
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
@@ -187,18 +178,18 @@ class ReplicaManager:
                     "the request: %s.", self.broker_id, self._local_topic_id(key), update.topic, update.index, update.topic_id,
                 )
                 errors[key] = ErrorCode.INCONSISTENT_TOPIC_ID
-            elif update.leader_epoch <= current:
+            elif update.state.leader_epoch <= current:
                 log.info(
                     "Ignoring LeaderAndIsr request from controller %d epoch %d for partition %s-%d since its associated "
                     "leader epoch %d is not higher than the current leader epoch %d",
-                    controller_id, controller_epoch, update.topic, update.index, update.leader_epoch, current,
+                    controller_id, controller_epoch, update.topic, update.index, update.state.leader_epoch, current,
                 )
                 errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
-            elif self.broker_id not in update.replicas:
+            elif self.broker_id not in update.state.replicas:
                 log.warning(
                     "Ignoring LeaderAndIsr request from controller %d epoch %d as broker %d is not in the assigned "
                     "replica list %s of partition %s-%d", controller_id, controller_epoch, self.broker_id,
-                    ",".join(map(str, update.replicas)), update.topic, update.index,
+                    ",".join(map(str, update.state.replicas)), update.topic, update.index,
                 )
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -207,7 +198,7 @@ class ReplicaManager:
 
     def _local_topic_id(self, key: TopicPartition) -> uuid.UUID | None:
         """The topic id of the partition's log here (its ``partition.metadata``), hosted or only on disk."""
-        hosted = self._partitions.get(key) or self._followers.get(key)
+        hosted = self._partitions.get(key)
         local = hosted.log if hosted is not None else self.log_manager.get_log(*key)
         return None if local is None else local.topic_id
 
@@ -216,10 +207,10 @@ class ReplicaManager:
         local = self._local_topic_id(key)
         return request_topic_id is None or local is None or local == request_topic_id
 
-    def _apply(self, update: PartitionStateUpdate) -> ErrorCode:
-        role = self.become_leader if update.leader == self.broker_id else self.become_follower
+    def _apply(self, update: TopicPartitionState) -> ErrorCode:
+        role = self.become_leader if update.state.leader == self.broker_id else self.become_follower
         try:
-            role(update.topic, update.index, _topic_id_of(update), leader_epoch=update.leader_epoch, replicas=list(update.replicas), isr=list(update.isr))
+            role(update.topic, update.index, _topic_id_of(update), update.state)
         except InconsistentTopicIdError as e:
             # The log here belongs to an earlier topic of the same name: it is left as it is.
             log.error("[Broker id=%d] Topic Id of partition %s-%d does not match the request's: %s", self.broker_id, update.topic, update.index, e)
@@ -267,9 +258,8 @@ class ReplicaManager:
 
     def stop_replicas(self, topic: str, indexes: Iterable[int], *, delete: bool) -> None:
         for index in indexes:
-            self._followers.pop((topic, index), None)
             partition = self._partitions.pop((topic, index), None)
-            if partition is not None and partition.topic_id is not None:
+            if partition is not None and partition.is_leader and partition.topic_id is not None:
                 self._by_id.pop(partition.topic_id, None)
             if delete:
                 self.log_manager.delete_log(topic, index)
@@ -281,12 +271,13 @@ class ReplicaManager:
     # -- lookups -----------------------------------------------------------------------------------
 
     def get_partition_or_error(self, topic: str, index: int) -> Partition:
+        """The partition, led here (Kafka's getPartitionOrError, then leaderLogIfLocal)."""
         found = self._partitions.get((topic, index))
-        if found is None:
+        if found is None or not found.is_leader:
             if self.log_manager.is_partition_offline(topic, index):
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"The log of {topic}-{index} is in an offline log dir")
             info = self.metadata.topic(topic) if self.metadata is not None else None
-            if (topic, index) in self._followers or (info is not None and index in info.partitions):
+            if found is not None or (info is not None and index in info.partitions):
                 # Kafka's ReplicaManager.getPartitionOrError: the partition exists, led elsewhere
                 # (or by nobody while it is offline).
                 raise KafkaError(
@@ -297,13 +288,15 @@ class ReplicaManager:
         return found
 
     def get(self, topic: str, index: int) -> Partition | None:
-        return self._partitions.get((topic, index))
+        """The partition if this broker leads it."""
+        found = self._partitions.get((topic, index))
+        return found if found is not None and found.is_leader else None
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)
 
-    def partitions(self) -> list[Partition]:
-        return list(self._partitions.values())
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self._partitions.values() if p.is_leader]
 
     # -- the data path -----------------------------------------------------------------------------
 
@@ -363,7 +356,7 @@ class ReplicaManager:
             partition = self.get_partition_or_error(topic, index)
             if prepare is not None:
                 records = prepare(partition, records)
-            info = partition.append(records, acks, origin)
+            info = partition.append_records_to_leader(records, origin, acks)
         except KcliError as e:
             response.error_code = e.error_code
             response.error_message = str(e) or None
@@ -415,7 +408,7 @@ class ReplicaManager:
 
     def _read_partition(self, key: TopicPartition, info, max_bytes: int, min_one_message: bool, isolation: int) -> PartitionResult:
         topic, index = key
-        partition = self._partitions.get(key)
+        partition = self.get(topic, index)
         if partition is None:
             if self.log_manager.is_partition_offline(topic, index):
                 return PartitionResult(index, error_code=ErrorCode.KAFKA_STORAGE_ERROR, records=b"")
@@ -461,7 +454,7 @@ class ReplicaManager:
         self.produce_purgatory.complete_all()
 
 
-def _topic_id_of(update: PartitionStateUpdate) -> uuid.UUID | None:
+def _topic_id_of(update: TopicPartitionState) -> uuid.UUID | None:
     """The update's topic id; None from a request without topic ids (LeaderAndIsr v0-4), which
     names the topic by its name alone."""
     return update.topic_id if update.topic_id is not None and update.topic_id.int != 0 else None

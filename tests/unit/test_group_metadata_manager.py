@@ -16,6 +16,7 @@ from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode, KcliError
+from kcli.metadata.topics import PartitionState
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
@@ -198,7 +199,7 @@ def _replicas(tmp_path, partition=3, **config) -> ReplicaManager:
     """A replica manager leading one ``__consumer_offsets`` partition at leader epoch 6."""
     manager = LogManager([tmp_path / "logs"], LogConfig(cleanup_policy=("compact",), **config))
     replicas = ReplicaManager(1, manager, _Metadata())
-    replicas.become_leader("__consumer_offsets", partition, None, leader_epoch=6, replicas=[1], isr=[1])
+    replicas.become_leader("__consumer_offsets", partition, None, PartitionState(replicas=(1,), isr=(1,), leader=1, leader_epoch=6, partition_epoch=0))
     return replicas
 
 

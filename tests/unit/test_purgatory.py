@@ -11,6 +11,7 @@ from kcli.broker.fetch_sessions import CachedPartition
 from kcli.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kcli.broker.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode
+from kcli.metadata.topics import PartitionState
 from kcli.storage.log_manager import LogManager
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import NewRecord, build_batch
@@ -79,7 +80,7 @@ def test_the_timer_expires_an_operation_and_shutdown_completes_the_rest():
 
 def _replicas(tmp_path, isr=(0,)) -> ReplicaManager:
     replicas = ReplicaManager(0, LogManager([tmp_path / "logs"]))
-    replicas.become_leader("orders", 0, None, leader_epoch=0, replicas=[0, 1], isr=list(isr))
+    replicas.become_leader("orders", 0, None, PartitionState(replicas=(0, 1), isr=tuple(isr), leader=0, leader_epoch=0, partition_epoch=0))
     return replicas
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import uuid
 
-from kcli.broker.replica_manager import PartitionStateUpdate, ReplicaManager
+from kcli.broker.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode
+from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.storage.checkpoints import read_partition_metadata
 from kcli.storage.log_manager import LogManager
 
 
 def update(topic_id, leader_epoch=0, leader=0):
-    return PartitionStateUpdate("orders", 0, topic_id, leader, leader_epoch, (0,), (0,), 1)
+    state = PartitionState(replicas=(0,), isr=(0,), leader=leader, leader_epoch=leader_epoch, partition_epoch=0, controller_epoch=1)
+    return TopicPartitionState("orders", topic_id, 0, state)
 
 
 def test_a_log_of_another_topic_id_is_refused_and_kept(tmp_path):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcli.metadata import zk_paths as zk
-from kcli.metadata.topics import PartitionState
+from kcli.metadata.topics import TopicPartitionState
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_DURING_DELETE = -2  # Kafka's LeaderAndIsr.LeaderDuringDelete: the partition is being deleted
@@ -33,14 +33,6 @@ class LiveBroker:
     epoch: int
     host: str
     port: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartitionState:
-    topic: str
-    topic_id: uuid.UUID | None
-    index: int
-    state: PartitionState
 
 
 @dataclass

@@ -19,7 +19,7 @@ topic id; v6 the leader recovery state; v7 the KRaft controller flag.
 from __future__ import annotations
 
 from kcli.broker.handlers._control_requests import broker_epoch_is_stale
-from kcli.broker.replica_manager import PartitionStateUpdate
+from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.errors import ErrorCode
 
 API_KEY = 4
@@ -36,25 +36,30 @@ def partition_states(request):
     return [(t.topic_name, getattr(t, "topic_id", None), p) for t in request.topic_states for p in t.partition_states]
 
 
+def partition_state(p) -> PartitionState:
+    """A request's partition state in the broker's one vocabulary; the fields older versions lack
+    (adding and removing replicas before v3, the leader recovery state before v6) take Kafka's
+    defaults."""
+    return PartitionState(
+        replicas=tuple(p.replicas),
+        isr=tuple(p.isr),
+        leader=p.leader,
+        leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch,
+        adding_replicas=tuple(getattr(p, "adding_replicas", None) or ()),
+        removing_replicas=tuple(getattr(p, "removing_replicas", None) or ()),
+        leader_recovery_state=getattr(p, "leader_recovery_state", 0),
+        controller_epoch=p.controller_epoch,
+    )
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     states = partition_states(request)
     if broker_epoch_is_stale(broker, request):
         error = ErrorCode.STALE_BROKER_EPOCH
         return _response(ctx.api_version, error, states, {(name, p.partition_index): error for name, _id, p in states})
-    updates = [
-        PartitionStateUpdate(
-            topic=name,
-            index=p.partition_index,
-            topic_id=topic_id,
-            leader=p.leader,
-            leader_epoch=p.leader_epoch,
-            isr=tuple(p.isr),
-            replicas=tuple(p.replicas),
-            controller_epoch=p.controller_epoch,
-        )
-        for name, topic_id, p in states
-    ]
+    updates = [TopicPartitionState(name, topic_id, p.partition_index, partition_state(p)) for name, topic_id, p in states]
     await broker.replica_manager.open_logs(request.controller_epoch, updates)
     error, errors = broker.replica_manager.become_leader_or_follower(request.controller_id, request.controller_epoch, updates)
     if error == ErrorCode.NONE:
