@@ -34,7 +34,7 @@ from kcli.broker.metadata_cache import MetadataCache
 from kcli.broker.metadata_thread import MetadataThread
 from kcli.broker.zk_admin_manager import ZkAdminManager
 from kcli.metadata.admin_zk_client import AdminZkClient
-from kcli.metadata.topics import TopicChange, TopicInfo
+from kcli.metadata.topics import TopicChange, TopicInfo, TopicPartitionState
 from kcli.metadata.zk_client import KafkaZkClient
 from kcli.metadata.embedded import EmbeddedStore
 from kcli.metadata.store import MetadataStore, MetadataStoreError
@@ -45,7 +45,7 @@ from kcli.broker.server import Server, ServerSettings
 from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
-from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
+from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -360,13 +360,11 @@ class Broker:
     # -- topics ------------------------------------------------------------------------------------
 
     def _host_topic(self, topic: TopicInfo) -> None:
-        for index, state in topic.partitions.items():
-            if state.leader == self.id:
-                try:
-                    self.replica_manager.become_leader(topic.name, index, topic.topic_id, state)
-                except (OSError, KafkaStorageError) as e:
-                    # A disk error: the partition stays offline (not hosted); the broker serves the others.
-                    log.error("Could not host partition %s-%d: %s", topic.name, index, e)
+        """Single-process mode: lead what the controller elected this broker to lead (a disk error
+        leaves that partition offline, the others served)."""
+        self.replica_manager.host_leaders(
+            TopicPartitionState(topic.name, topic.topic_id, index, state) for index, state in topic.partitions.items() if state.leader == self.id
+        )
 
     def _on_topic_change(self, change: TopicChange) -> None:
         name, topic = change.name, change.topic
@@ -384,7 +382,7 @@ class Broker:
             self.fetch_sessions.remove_topic(name)
             return
         if self.cluster_mode:
-            # Leadership comes from the controller's LeaderAndIsr (``leadership_changed``).
+            # Leadership comes from the controller's LeaderAndIsr.
             self.replica_manager.update_config(name)
             return
         self._host_topic(topic)
@@ -395,21 +393,13 @@ class Broker:
             self.replica_manager.stop_replicas(name, lost, delete=False)
         self.replica_manager.update_config(name)
 
-    def leadership_changed(self, updates) -> None:
-        """After a LeaderAndIsr request: the coordinators of the internal topics load or unload
-        the partitions this broker now leads, through the topic listeners."""
-        for name in sorted({update.topic for update in updates}):
-            self.metadata.notify_topic(name)
-
     def replicas_stopped(self, partitions) -> None:
-        """After a StopReplica request: fetch sessions forget deleted partitions' topics, the
-        coordinators drop what they no longer lead."""
+        """After a StopReplica request: fetch sessions forget deleted partitions' topics."""
         for name in sorted({p.topic for p in partitions}):
             if any(p.delete for p in partitions if p.topic == name) and not any(
                 part.topic == name for part in self.replica_manager.leader_partitions()
             ):
                 self.fetch_sessions.remove_topic(name)
-            self.metadata.notify_topic(name)
 
     # -- periodic work -----------------------------------------------------------------------------
 

@@ -350,12 +350,6 @@ class MetadataCache:
                     partitions[index] = state
             self._apply(name, replace(previous, partitions=partitions) if partitions else None)
 
-    def notify_topic(self, name: str) -> None:
-        """Tell the topic listeners the topic changed (this broker's role in it did)."""
-        topic = self.topic(name)
-        if topic is not None:
-            self._notify(TopicChange(TopicChangeKind.UPDATED, name, topic, topic))
-
     @staticmethod
     def _newer_states(previous: TopicInfo | None, topic: TopicInfo | None) -> TopicInfo | None:
         """``topic`` as read from the tree, keeping the cached state of any partition whose

@@ -75,8 +75,38 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
         self.closing = False
+        self._leadership_listeners: list[Callable[[list[Partition], list[TopicPartition]], None]] = []
+
+    # -- leadership ----------------------------------------------------------------------------------
+
+    def on_leadership_change(self, listener: Callable[[list[Partition], list[TopicPartition]], None]) -> Callable[[], None]:
+        """Call ``listener(led, no_longer_led)`` after each change of what this broker leads
+        (Kafka's onLeadershipChange): the partitions it now leads (newly or at a new epoch), and
+        those it follows or stopped hosting. Returns a function that removes the listener."""
+        self._leadership_listeners.append(listener)
+        return lambda: self._leadership_listeners.remove(listener)
+
+    def _leadership_changed(self, led: list[Partition], not_led: list[TopicPartition]) -> None:
+        if not led and not not_led:
+            return
+        for listener in list(self._leadership_listeners):
+            try:
+                listener(led, not_led)
+            except Exception:
+                log.exception("A leadership change listener failed")
 
     # -- hosting -----------------------------------------------------------------------------------
+
+    def host_leaders(self, partitions: Iterable[TopicPartitionState]) -> None:
+        """Single-process mode: lead each partition as its state says and tell the listeners, as a
+        LeaderAndIsr request would; a partition whose log cannot be opened stays offline."""
+        led = []
+        for update in partitions:
+            try:
+                led.append(self.become_leader(update.topic, update.index, update.topic_id, update.state))
+            except (OSError, KafkaStorageError) as e:
+                log.error("Could not host partition %s-%d: %s", update.topic, update.index, e)
+        self._leadership_changed(led, [])
 
     def become_leader(self, topic: str, index: int, topic_id: uuid.UUID | None, state: PartitionState) -> Partition:
         """Lead the partition as ``state`` says, opening or creating its log."""
@@ -194,6 +224,11 @@ class ReplicaManager:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 errors[key] = self._apply(update)
+        applied = [u for u in updates if errors.get((u.topic, u.index)) == ErrorCode.NONE]
+        self._leadership_changed(
+            [p for u in applied if (p := self.get(u.topic, u.index)) is not None],
+            [(u.topic, u.index) for u in applied if self.get(u.topic, u.index) is None],
+        )
         return ErrorCode.NONE, errors
 
     def _local_topic_id(self, key: TopicPartition) -> uuid.UUID | None:
@@ -249,14 +284,20 @@ class ReplicaManager:
                 errors[key] = ErrorCode.FENCED_LEADER_EPOCH
             else:
                 try:
-                    self.stop_replicas(stop.topic, [stop.index], delete=stop.delete)
+                    self._stop_replicas(stop.topic, [stop.index], delete=stop.delete)
                     errors[key] = ErrorCode.NONE
                 except (OSError, KafkaStorageError) as e:
                     log.error("Could not stop replica %s-%d: %s", stop.topic, stop.index, e)
                     errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        self._leadership_changed([], [key for key, error in errors.items() if error == ErrorCode.NONE])
         return ErrorCode.NONE, errors
 
     def stop_replicas(self, topic: str, indexes: Iterable[int], *, delete: bool) -> None:
+        indexes = list(indexes)
+        self._stop_replicas(topic, indexes, delete=delete)
+        self._leadership_changed([], [(topic, index) for index in indexes])
+
+    def _stop_replicas(self, topic: str, indexes: Iterable[int], *, delete: bool) -> None:
         for index in indexes:
             partition = self._partitions.pop((topic, index), None)
             if partition is not None and partition.is_leader and partition.topic_id is not None:

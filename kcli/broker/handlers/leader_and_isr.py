@@ -62,8 +62,6 @@ async def handle(ctx, request):
     updates = [TopicPartitionState(name, topic_id, p.partition_index, partition_state(p)) for name, topic_id, p in states]
     await broker.replica_manager.open_logs(request.controller_epoch, updates)
     error, errors = broker.replica_manager.become_leader_or_follower(request.controller_id, request.controller_epoch, updates)
-    if error == ErrorCode.NONE:
-        broker.leadership_changed(updates)
     return _response(ctx.api_version, error, states, errors)
 
 
