@@ -46,6 +46,7 @@ from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -463,7 +464,7 @@ class Broker:
             try:
                 connection = await BrokerConnection.open(endpoint.host, endpoint.port, client_id=f"broker-{self.id}", timeout=timeout)
                 try:
-                    answer = await connection.call(7, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
+                    answer = await connection.call(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
                 finally:
                     await connection.close()
             except (KcliError, OSError) as e:

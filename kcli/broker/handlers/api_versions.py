@@ -12,7 +12,9 @@ features as tagged fields (none are advertised: kcli has no feature-versioned be
 
 from __future__ import annotations
 
-API_KEY = 18
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.API_VERSIONS
 VERSIONS = (0, 4)
 
 

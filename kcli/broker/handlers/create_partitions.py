@@ -19,8 +19,9 @@ import logging
 
 from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 37
+API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,9 @@ import logging
 
 from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (2, 7)
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,10 @@ from kcli.broker.delayed_fetch import CONSUMER_REPLICA_ID, FetchParams
 from kcli.broker.fetch_sessions import CachedPartition
 from kcli.broker.handlers import RawResponse
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 from kcli.protocol.fetch_response import PartitionResult, TopicResult, encode_fetch_response
 
-API_KEY = 1
+API_KEY = ApiKey.FETCH
 VERSIONS = (4, 17)
 
 

@@ -44,8 +44,9 @@ from kcli.broker.handlers.describe_configs import (
     parse_node_id,
 )
 from kcli.errors import ErrorCode, KafkaError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 44
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 VERSIONS = (0, 1)
 
 log = logging.getLogger(__name__)

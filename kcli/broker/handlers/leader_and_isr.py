@@ -18,11 +18,12 @@ topic id; v6 the leader recovery state; v7 the KRaft controller flag.
 
 from __future__ import annotations
 
-from kcli.broker.handlers._control_requests import broker_epoch_is_stale
-from kcli.metadata.topics import PartitionState, TopicPartitionState
+from kcli.broker.handlers._control_requests import broker_epoch_is_stale, partition_state
+from kcli.metadata.topics import TopicPartitionState
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 4
+API_KEY = ApiKey.LEADER_AND_ISR
 VERSIONS = (0, 7)
 CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
@@ -34,23 +35,6 @@ def partition_states(request):
     if hasattr(request, "ungrouped_partition_states"):
         return [(p.topic_name, None, p) for p in request.ungrouped_partition_states]
     return [(t.topic_name, getattr(t, "topic_id", None), p) for t in request.topic_states for p in t.partition_states]
-
-
-def partition_state(p) -> PartitionState:
-    """A request's partition state in the broker's one vocabulary; the fields older versions lack
-    (adding and removing replicas before v3, the leader recovery state before v6) take Kafka's
-    defaults."""
-    return PartitionState(
-        replicas=tuple(p.replicas),
-        isr=tuple(p.isr),
-        leader=p.leader,
-        leader_epoch=p.leader_epoch,
-        partition_epoch=p.partition_epoch,
-        adding_replicas=tuple(getattr(p, "adding_replicas", None) or ()),
-        removing_replicas=tuple(getattr(p, "removing_replicas", None) or ()),
-        leader_recovery_state=getattr(p, "leader_recovery_state", 0),
-        controller_epoch=p.controller_epoch,
-    )
 
 
 async def handle(ctx, request):

@@ -17,8 +17,9 @@ v4 leader epochs; v6 flexible; v7, v8 and v9 add the timestamps -3, -4 and -5.
 from __future__ import annotations
 
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = (1, 9)
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5

@@ -13,8 +13,9 @@ v3 the replica id; v4 is flexible.
 from __future__ import annotations
 
 from kcli.errors import KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 23
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 VERSIONS = (2, 4)
 
 

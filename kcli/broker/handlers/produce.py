@@ -35,10 +35,11 @@ import asyncio
 
 from kcli.broker.transactions.verification import coordinator_is_remote, verify_remotely, verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, RecordBatch, peek_batch_header, single_batch_header
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
 VERSIONS = (3, 11)
 
 _ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # attributes are a big-endian int16
