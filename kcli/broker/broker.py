@@ -22,17 +22,17 @@ import socket
 from pathlib import Path
 from typing import NamedTuple
 
-from kcli.broker import config_describer
-from kcli.broker.fetch_sessions import FetchSessionCache
+from kcli.broker.config import config_describer
+from kcli.broker.replica.fetch_sessions import FetchSessionCache
 from kcli.broker.groups.coordinator import GroupCoordinator
 from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
 from kcli.metadata import zk_paths
 from kcli.broker.controller.channel_manager import ControllerChannelManager
 from kcli.broker.controller.kafka_controller import KafkaController
-from kcli.broker.metadata_cache import MetadataCache
-from kcli.broker.metadata_thread import MetadataThread
-from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.broker.metadata.metadata_cache import MetadataCache
+from kcli.broker.metadata.metadata_thread import MetadataThread
+from kcli.broker.metadata.zk_admin_manager import ZkAdminManager
 from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.topics import TopicChange, TopicInfo, TopicPartitionState
 from kcli.metadata.zk_client import KafkaZkClient
@@ -40,8 +40,8 @@ from kcli.metadata.embedded import EmbeddedStore
 from kcli.metadata.store import MetadataStore, MetadataStoreError
 from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.broker.producer_ids import ProducerIdManager
-from kcli.broker.replica_manager import ReplicaManager
-from kcli.broker.server import Server, ServerSettings
+from kcli.broker.replica.replica_manager import ReplicaManager
+from kcli.broker.network.server import Server, ServerSettings
 from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager

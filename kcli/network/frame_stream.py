@@ -1,7 +1,7 @@
 """Kafka's size-prefixed frames read off a connection in place, and writes with flow control.
 
 ``FrameStream`` is the asyncio buffered protocol under both ends of a connection: the broker's
-(``kcli.broker.server.Connection``, requests) and the client's (``kcli.client.connection``,
+(``kcli.broker.network.server.Connection``, requests) and the client's (``kcli.client.connection``,
 answers). Small frames are cut out of one receive buffer and come out as ``bytes``; a frame larger
 than half of ``RECEIVE_BUFFER_BYTES`` is received straight into a buffer of its own and comes out
 as a read-only view of it, so its bytes are copied once, by the kernel, on their way in. With

@@ -12,8 +12,8 @@ import uuid
 import pytest
 
 from kcli.broker.controller.kafka_controller import KafkaController
-from kcli.broker.metadata_cache import MetadataCache
-from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.broker.metadata.metadata_cache import MetadataCache
+from kcli.broker.metadata.zk_admin_manager import ZkAdminManager
 from kcli.metadata import admin_zk_client, embedded, topic_names, zk_client
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.admin_zk_client import AdminZkClient

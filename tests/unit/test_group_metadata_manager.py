@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcli.broker.delayed_fetch import FetchParams
-from kcli.broker.fetch_sessions import CachedPartition
+from kcli.broker.replica.delayed_fetch import FetchParams
+from kcli.broker.replica.fetch_sessions import CachedPartition
 from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.group import ClassicGroup, GroupState
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
-from kcli.broker.replica_manager import ReplicaManager
+from kcli.broker.replica.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode, KcliError
 from kcli.metadata.topics import PartitionState
 from kcli.protocol import coordinator_records as cr

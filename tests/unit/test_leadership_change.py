@@ -4,7 +4,7 @@ which it follows or stopped hosting."""
 
 from __future__ import annotations
 
-from kcli.broker.replica_manager import ReplicaManager, StopPartition
+from kcli.broker.replica.replica_manager import ReplicaManager, StopPartition
 from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.storage.log_manager import LogManager
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcli.broker.partition import NO_LEADER, Partition
+from kcli.broker.replica.partition import NO_LEADER, Partition
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata.topics import PartitionState
 from kcli.storage.log import Log

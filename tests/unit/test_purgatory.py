@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from kcli.broker.delayed_fetch import FetchParams
-from kcli.broker.fetch_sessions import CachedPartition
-from kcli.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kcli.broker.replica_manager import ReplicaManager
+from kcli.broker.replica.delayed_fetch import FetchParams
+from kcli.broker.replica.fetch_sessions import CachedPartition
+from kcli.broker.replica.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kcli.broker.replica.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode
 from kcli.metadata.topics import PartitionState
 from kcli.storage.log_manager import LogManager

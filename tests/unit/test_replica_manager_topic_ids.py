@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 
-from kcli.broker.replica_manager import ReplicaManager
+from kcli.broker.replica.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode
 from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.storage.checkpoints import read_partition_metadata

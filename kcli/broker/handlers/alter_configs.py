@@ -23,7 +23,7 @@ import collections
 import logging
 from collections.abc import Iterable, Mapping
 
-from kcli.broker import config_describer
+from kcli.broker.config import config_describer
 from kcli.broker.handlers.describe_configs import BROKER, CLIENT_METRICS, TOPIC, error_message, parse_node_id, resource_label
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey

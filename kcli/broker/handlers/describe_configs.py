@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker import config_describer
-from kcli.broker.config_describer import ConfigEntry, ConfigSource
+from kcli.broker.config import config_describer
+from kcli.broker.config.config_describer import ConfigEntry, ConfigSource
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.java_compat import parse_int

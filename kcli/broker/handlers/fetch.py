@@ -26,8 +26,8 @@ import asyncio
 import uuid
 from collections import OrderedDict
 
-from kcli.broker.delayed_fetch import CONSUMER_REPLICA_ID, FetchParams
-from kcli.broker.fetch_sessions import CachedPartition
+from kcli.broker.replica.delayed_fetch import CONSUMER_REPLICA_ID, FetchParams
+from kcli.broker.replica.fetch_sessions import CachedPartition
 from kcli.broker.handlers import RawResponse
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey

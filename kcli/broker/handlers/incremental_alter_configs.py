@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker import config_describer
-from kcli.broker.config_describer import AlterOp, Op
+from kcli.broker.config import config_describer
+from kcli.broker.config.config_describer import AlterOp, Op
 from kcli.broker.handlers.alter_configs import (
     answer_each,
     check_broker_name,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kcli.broker.broker_connections import BrokerConnections, live_broker_address
+from kcli.broker.network.broker_connections import BrokerConnections, live_broker_address
 from kcli.broker.coordinator_hosting import follow_leadership, internal_topic, led_partitions
 from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcli.broker.purgatory import DelayedOperation
+from kcli.broker.replica.purgatory import DelayedOperation
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KcliError
 

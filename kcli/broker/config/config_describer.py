@@ -21,7 +21,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from kcli.broker.broker_config import (
+from kcli.broker.config.broker_config import (
     ALL_DYNAMIC_CONFIGS,
     BROKER_CONFIG_DEF,
     BROKER_QUOTA_CONFIG_DEF,

@@ -14,7 +14,7 @@ import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 
-from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.metadata.metadata_cache import MetadataCache
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.store import NodeExistsError

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kcli.broker.connection_quotas import ConnectionQuotas, normalize_address
+from kcli.broker.network.connection_quotas import ConnectionQuotas, normalize_address
 from kcli.broker.handlers import Api, RawResponse, api_ranges
 from kcli.errors import ErrorCode
 from kcli.network.frame_stream import FrameStream

@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kcli.broker.delayed_fetch import READ_COMMITTED, DelayedFetch, FetchParams, satisfied
-from kcli.broker.delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
-from kcli.broker.partition import DEFAULT_REPLICA_LAG_TIME_MAX_MS, Partition
-from kcli.broker.purgatory import DelayedOperationPurgatory
+from kcli.broker.replica.delayed_fetch import READ_COMMITTED, DelayedFetch, FetchParams, satisfied
+from kcli.broker.replica.delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
+from kcli.broker.replica.partition import DEFAULT_REPLICA_LAG_TIME_MAX_MS, Partition
+from kcli.broker.replica.purgatory import DelayedOperationPurgatory
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.metadata.topic_names import is_internal

@@ -31,8 +31,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from kcli.broker.metadata_thread import InlineMetadataThread
-from kcli.broker.tree_configs import TreeConfigs
+from kcli.broker.metadata.metadata_thread import InlineMetadataThread
+from kcli.broker.config.tree_configs import TreeConfigs
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kcli.broker.purgatory import DelayedOperation
+from kcli.broker.replica.purgatory import DelayedOperation
 
 CONSUMER_REPLICA_ID = -1  # Kafka's FetchRequest.CONSUMER_REPLICA_ID
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
