@@ -118,8 +118,8 @@ class ReplicaManager:
 
     def become_follower(self, topic: str, index: int, topic_id: uuid.UUID | None, state: PartitionState) -> Partition:
         """Follow the partition as ``state`` says: a leader here steps down (its waiting requests
-        complete, a fetch answering NOT_LEADER_OR_FOLLOWER's kin), the log is created when new and
-        kept."""
+        complete now, a fetch answering that the partition is not led here), the log is created
+        when new and kept."""
         partition = self._get_or_create_partition(topic, index, topic_id)
         was_leader = partition.is_leader
         partition.make_follower(state)
