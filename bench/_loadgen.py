@@ -1,6 +1,7 @@
 """The load generator of bench/broker.py: one confluent-kafka client per process, the same for every broker.
 
-Run as ``python bench/_loadgen.py MODE JSON`` where JSON holds the mode's parameters. Each mode
+Run as ``python bench/_loadgen.py MODE JSON`` where JSON holds the mode's parameters (or ``@FILE``, a
+file holding them, deleted once read). Each mode
 prints one JSON line with its result on stdout (the latency consumer first prints a ``ready``
 line); diagnostics go to stderr. Modes:
 
@@ -9,12 +10,14 @@ line); diagnostics go to stderr. Modes:
 - ``produce``: with ``warmup``, first a few acknowledged records to each partition (timed apart);
   then send ``count`` values of ``value_size`` bytes to the given partitions, an equal share each,
   in runs of ``run_bytes`` per partition (as a sticky partitioner does), timed to the last
-  acknowledgement.
+  acknowledgement. With ``producers`` > 1, that many producers (each its own connection) take the
+  runs in turn.
 - ``consume``: read every partition from the beginning with assign() (no group commits) until
   ``count`` records arrived (or none came for ``idle_seconds``), and time it; then count, untimed,
   what still arrives within ``drain_seconds`` (records past the acknowledged count).
 - ``latency-produce`` / ``latency-consume``: send values carrying their send time at a fixed rate
-  with linger.ms=0; the consumer takes receive time - send time per record.
+  with linger.ms=0 (from ``producers`` producers in turn, 1 by default); the consumer (from the
+  partitions' beginning, or with ``from_end`` their end) takes receive time - send time per record.
 - ``group-join``: ``members - 1`` consumers subscribe in one group and settle; then, ``rounds``
   times, one more member subscribes and the time until every member holds its share of the new
   assignment is taken, and the newcomer leaves again (bench/groups.py).
@@ -36,7 +39,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
 
 ONE_MIB = 1024 * 1024
 # Values from the latency producer: "<sequence> <monotonic send ns> " then padding.
@@ -162,17 +165,16 @@ def run_produce(params: dict[str, Any]) -> None:
 
     config = producer_config(params["bootstrap"], linger_ms=params.get("linger_ms", 5), compression=params["compression"])
     config["on_delivery"] = on_error
-    producer = Producer(config)
-    for topic in sorted({t for t, _ in targets}):
-        producer.list_topics(topic, timeout=10)
+    producers = connected_producers(config, targets, params.get("producers", 1))
     pool = value_pool(size)
-    warmup_records, warmup_seconds = warm_up(producer, targets, size) if params.get("warmup") else (0, 0.0)
+    warmup_records, warmup_seconds = warm_up(producers[0], targets, size) if params.get("warmup") else (0, 0.0)
     mask = len(pool) - 1
     run = max(1, params["run_bytes"] // size)
-    produce, poll = producer.produce, producer.poll
     sent = 0
     start = time.perf_counter()
-    for topic, partition, n in produce_runs(targets, count, run):
+    for index, (topic, partition, n) in enumerate(produce_runs(targets, count, run)):
+        producer = producers[index % len(producers)]
+        produce, poll = producer.produce, producer.poll
         for _ in range(n):
             while True:
                 try:
@@ -182,9 +184,19 @@ def run_produce(params: dict[str, Any]) -> None:
                     poll(0.001)
             sent += 1
         poll(0)
-    left = producer.flush(params.get("timeout", 300))
+    deadline = time.monotonic() + params.get("timeout", 300)
+    left = sum(producer.flush(max(0.0, deadline - time.monotonic())) for producer in producers)
     elapsed = time.perf_counter() - start
     emit({"seconds": elapsed, "records": count, "bytes": count * size, "undelivered": left, "errors": errors, "warmup_records": warmup_records, "warmup_seconds": warmup_seconds})
+
+
+def connected_producers(config: dict[str, Any], targets: list[tuple[str, int]], count: int) -> list[Producer]:
+    """``count`` producers with ``config``, each with the targets' metadata (and so its connection) in hand."""
+    producers = [Producer(config) for _ in range(count)]
+    for producer in producers:
+        for topic in sorted({t for t, _ in targets}):
+            producer.list_topics(topic, timeout=30)
+    return producers
 
 
 def warm_up(producer: Producer, targets: list[tuple[str, int]], value_size: int) -> tuple[int, float]:
@@ -265,9 +277,7 @@ def run_latency_produce(params: dict[str, Any]) -> None:
     targets = [tuple(t) for t in params["partitions"]]
     rate, size = params["rate"], params["value_size"]
     total = params["warmup_count"] + params["count"]
-    producer = Producer(producer_config(params["bootstrap"], linger_ms=0))
-    for topic in sorted({t for t, _ in targets}):
-        producer.list_topics(topic, timeout=10)
+    producers = connected_producers(producer_config(params["bootstrap"], linger_ms=0), targets, params.get("producers", 1))
     start = time.perf_counter()
     for seq in range(total):
         due = start + seq / rate
@@ -275,10 +285,11 @@ def run_latency_produce(params: dict[str, Any]) -> None:
         if pause > 0:
             time.sleep(pause)
         topic, partition = targets[seq % len(targets)]
+        producer = producers[seq % len(producers)]
         head = b"%d %d " % (seq, monotonic_ns())
         producer.produce(topic, head.ljust(size, b"x"), partition=partition)
         producer.poll(0)
-    left = producer.flush(30)
+    left = sum(producer.flush(30) for producer in producers)
     emit({"sent": total, "seconds": time.perf_counter() - start, "undelivered": left})
 
 
@@ -293,7 +304,9 @@ def run_latency_consume(params: dict[str, Any]) -> None:
     latencies_ms: list[float] = []
     seen = 0
     try:
-        consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in params["partitions"]])
+        # From the end when the partitions hold records already (bench/scaling.py's throughput phase).
+        start = OFFSET_END if params.get("from_end") else OFFSET_BEGINNING
+        consumer.assign([TopicPartition(t, p, start) for t, p in params["partitions"]])
         # Fetches are in flight (long polls) before the producer is told to start.
         settle = time.monotonic() + params.get("settle_seconds", 1.0)
         while time.monotonic() < settle:
@@ -448,11 +461,23 @@ MODES = {
 }
 
 
+def parameters(argument: str) -> str:
+    """The JSON argument, or the contents of the file ``@FILE`` names (deleted once read)."""
+    if not argument.startswith("@"):
+        return argument
+    path = argument[1:]
+    try:
+        with open(path) as file:
+            return file.read()
+    finally:
+        os.unlink(path)
+
+
 def main() -> None:
     if len(sys.argv) != 3 or sys.argv[1] not in MODES:
         sys.exit(f"usage: _loadgen.py {{{','.join(MODES)}}} JSON")
     try:
-        MODES[sys.argv[1]](json.loads(sys.argv[2]))
+        MODES[sys.argv[1]](json.loads(parameters(sys.argv[2])))
     except KafkaException as e:
         sys.exit(f"{sys.argv[1]}: {e}")
 

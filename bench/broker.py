@@ -30,11 +30,12 @@ produce every partition gets a few untimed records (see _loadgen.warm_up; the ti
 printed per round, since a fresh partition's first appends create and extend its files), and dirty
 pages are written back (os.sync) so that no run pays for the previous one's.
 
-Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--no-tansu] [--override K=V ...] [--profile [--profile-output FILE]]
+Usage: .venv/bin/python bench/broker.py [--quick] [--rounds N] [--dir DIR] [--no-tansu] [--case SLUG ...] [--override K=V ...] [--profile [--profile-output FILE]]
   --quick    10x fewer records and one round (a smoke run)
   --rounds   rounds per throughput case on fresh topics, the median shown (default 5)
   --dir      where kcli's log dirs go (default: a temporary directory; /dev/shm takes the disk out)
   --no-tansu leave Tansu out (the mock alone as peer)
+  --case     only this throughput case, e.g. 1024b-none (repeatable)
   --kcli-tree run kcli's broker from this source tree (a worktree of another commit, to compare two)
   --override a broker config for kcli's broker (repeatable), e.g. fetch.max.bytes=4194304
   --profile  only the 100 B produce case against kcli, sampled with py-spy (or cProfile when
@@ -272,9 +273,21 @@ class TansuBroker:
             stop_process(self.process, signal.SIGTERM, timeout=15)
 
 
+def loadgen_command(mode: str, params: dict[str, Any]) -> list[str]:
+    """The command line of a load generator: its parameters as JSON, or ``@FILE`` holding them when
+    they are too long for one argument (thousands of partitions); the load generator deletes FILE."""
+    text = json.dumps(params)
+    if len(text) > 64 * 1024:
+        fd, path = tempfile.mkstemp(prefix="kcli-loadgen-", suffix=".json")
+        with os.fdopen(fd, "w") as file:
+            file.write(text)
+        text = "@" + path
+    return [sys.executable, str(LOADGEN), mode, text]
+
+
 def run_loadgen(mode: str, params: dict[str, Any], timeout: float = LOADGEN_TIMEOUT) -> dict[str, Any]:
     """One load generator process to completion; its JSON result."""
-    result = subprocess.run([sys.executable, str(LOADGEN), mode, json.dumps(params)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(loadgen_command(mode, params), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
         raise RuntimeError(f"load generator {mode} failed ({result.returncode}):\n{result.stderr[-3000:]}")
@@ -426,12 +439,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int) -> dict[str, Any]:
-    """p50/p99 of receive - send time at 1,000 msg/s, a consumer and a producer in two processes."""
+def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int, producers: int = 1, from_end: bool = False) -> dict[str, Any]:
+    """p50/p99 of receive - send time at 1,000 msg/s, a consumer (``from_end``: past the records
+    the partitions hold already) and ``producers`` producers (taking the records in turn) in two
+    processes."""
     rate, warmup_seconds = 1000, 1.0
     params = {"bootstrap": bootstrap, "partitions": layout, "rate": rate, "value_size": 100, "warmup_count": int(rate * warmup_seconds),
-              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60}
-    consumer = subprocess.Popen([sys.executable, str(LOADGEN), "latency-consume", json.dumps(params)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60, "producers": producers, "from_end": from_end}
+    consumer = subprocess.Popen(loadgen_command("latency-consume", params), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         ready: list[str] = []
         reader = threading.Thread(target=lambda: ready.append(consumer.stdout.readline()), daemon=True)
@@ -446,9 +461,10 @@ def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: floa
         stop_process(consumer, timeout=10)
 
 
-def vm_rss_mb(pid: int) -> float:
+def vm_rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory in MB: all of it (VmRSS), or RssAnon (its own) or RssFile (file pages it maps)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+    return int(re.search(field + r":\s+(\d+) kB", status).group(1)) / 1024
 
 
 def produce_one_each(bootstrap: str, counts: dict[str, int]) -> None:
@@ -658,9 +674,13 @@ def start_peers(workdir: Path, with_tansu: bool) -> tuple[MockCluster, dict[str,
     return mock, peers, notes
 
 
-def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str], with_tansu: bool = True) -> None:
+def all_cases(quick: bool) -> list[Case]:
     scale = 10 if quick else 1
-    cases = [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
+    return [Case(1_000_000 // scale, 100, c) for c in ("none", "lz4")] + [Case(300_000 // scale, 1024, c) for c in ("none", "lz4")]
+
+
+def run_benchmark(quick: bool, rounds: int, workdir: Path, overrides: list[str], with_tansu: bool = True, only: list[str] | None = None) -> None:
+    cases = [case for case in all_cases(quick) if not only or case.slug in only]
     latency_seconds = 2.0 if quick else 5.0
     print(machine_line())
     print(f"kcli: {kcli_source()}")
@@ -779,6 +799,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="profile kcli's broker during the 100 B produce case")
     parser.add_argument("--kcli-tree", type=Path, default=None, help="run kcli's broker from this source tree (e.g. a worktree of another commit) instead of the installed kcli")
     parser.add_argument("--no-tansu", action="store_true", help="leave Tansu out (the mock alone as peer)")
+    parser.add_argument("--case", action="append", default=[], choices=[case.slug for case in all_cases(False)],
+                        help="only this throughput case (repeatable; default all); latency and RSS are measured still")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a broker config for kcli's broker, e.g. fetch.max.bytes=4194304 (repeatable)")
     parser.add_argument("--profile-output", type=Path, default=None, help="with --profile: keep the raw profile here (py-spy's collapsed stacks, or cProfile's pstats)")
     args = parser.parse_args()
@@ -794,7 +816,7 @@ def main() -> None:
         if args.profile:
             run_profile(args.quick, workdir, args.profile_output, args.override)
         else:
-            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir, args.override, with_tansu=not args.no_tansu)
+            run_benchmark(args.quick, args.rounds or (1 if args.quick else 5), workdir, args.override, with_tansu=not args.no_tansu, only=args.case)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -21,7 +21,7 @@ holds the produce path alone. It prints the broker's minor page faults (fresh pa
 CPU seconds over the measured phase, and the wall time (as noisy as the machine).
 
 Usage: .venv/bin/python bench/produce_replay.py [--tree DIR] [--records N] [--value-size B] [--partitions N]
-           [--run N] [--per-request N] [--in-flight N] [--client replay|loadgen] [--record FILE | --frames FILE]
+           [--run N] [--per-request N] [--in-flight N] [--client replay|loadgen [--compression C]] [--record FILE | --frames FILE]
            [--prelude N] [--wrap CMD] [--before CMD] [--after CMD] [--cprofile FILE] [--dir DIR]
 """
 
@@ -346,7 +346,7 @@ def produce_with_loadgen(args: argparse.Namespace, broker: Broker, bootstrap: st
     series: its requests vary with timing, so its counts are close from run to run, not equal."""
     import json
 
-    params = {"bootstrap": bootstrap, "partitions": targets, "count": args.records, "value_size": args.value_size, "compression": "none",
+    params = {"bootstrap": bootstrap, "partitions": targets, "count": args.records, "value_size": args.value_size, "compression": args.compression,
               "run_bytes": args.run * args.value_size, "warmup": warmup, "timeout": 600}
     pid = broker.python_pid()
     run_hook(args.before, pid)
@@ -369,6 +369,7 @@ def main() -> None:
     parser.add_argument("--per-request", type=int, default=4, help="partition batches per Produce request")
     parser.add_argument("--prelude", type=int, default=0, help="first produce and consume this many 100 B records (none, then lz4) in other topics, deleted after, as bench/broker.py's earlier cases")
     parser.add_argument("--client", choices=("replay", "loadgen"), default="replay", help="the fixed request series, or bench/_loadgen.py's librdkafka producer")
+    parser.add_argument("--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"), help="with --client loadgen: the producer's compression.type")
     parser.add_argument("--in-flight", type=int, default=1, help="requests sent before the first answer is awaited (librdkafka pipelines up to 5 here)")
     parser.add_argument("--record", type=Path, default=None, help="with --client loadgen: keep librdkafka's Produce requests (after the warm-up) in this file")
     parser.add_argument("--frames", type=Path, default=None, help="send these recorded Produce requests (after the warm-up) instead of the built ones")

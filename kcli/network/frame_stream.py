@@ -3,17 +3,20 @@
 ``FrameStream`` is the asyncio buffered protocol under both ends of a connection: the broker's
 (``kcli.broker.network.server.Connection``, requests) and the client's (``kcli.client.connection``,
 answers). Small frames are cut out of one receive buffer and come out as ``bytes``; a frame larger
-than half of ``RECEIVE_BUFFER_BYTES`` is received straight into a buffer of its own and comes out
-as a read-only view of it, so its bytes are copied once, by the kernel, on their way in. With
-``writable_frames`` (the broker: a produce request's records are checked and patched where they
-arrived) every frame is a buffer of its own that may be written: a small one a ``bytearray``, a
-large one a writable view.
+than half of ``RECEIVE_BUFFER_BYTES`` is received straight into chunks of its own and comes out as
+a read-only view of them joined. With ``writable_frames`` (the broker: a produce request's records
+are checked and patched where they arrived) every frame is a buffer of its own that may be
+written: a small one a ``bytearray``, a large one a writable view.
 
 Memory follows the bytes that arrived, never the sizes announced: the receive buffer starts small
-and grows (to ``RECEIVE_BUFFER_BYTES``) only while reads fill it, and a large frame's own buffer
-grows by doubling as its bytes come, so a peer that announces 100 MB and sends nothing costs a few
-KiB. The client, which chose its peer and bounds it by its own ``max_frame_size``, trusts the
-announced size instead (``trust_announced_sizes``). A size prefix outside 0..``max_frame_size`` stops reading before anything is allocated for it:
+and grows (to ``RECEIVE_BUFFER_BYTES``) only while reads fill it, and a large frame's chunks are
+added as its bytes come, each as large as all before it together, so that they hold at most twice
+what arrived and a peer that announces 100 MB and sends nothing costs a few KiB. The chunks are
+joined once, when the frame is whole: after the kernel's copy the frame's bytes are copied once
+more, where growing one buffer would zero a temporary, copy it in, and move the buffer each time it
+doubles. The client, which chose its peer and bounds it by its own ``max_frame_size``, trusts the
+announced size instead (``trust_announced_sizes``): one chunk of the whole size, nothing joined.
+A size prefix outside 0..``max_frame_size`` stops reading before anything is allocated for it:
 nothing after it can be trusted to be a frame. ``frame_started`` lets a subclass hold a frame back
 (the broker's ``queued.max.request.bytes``) before its body is read.
 """
@@ -30,7 +33,8 @@ from kcli.protocol import framing
 RECEIVE_BUFFER_BYTES = 64 * 1024
 INITIAL_RECEIVE_BUFFER_BYTES = 4 * 1024
 LARGE_FRAME_BYTES = RECEIVE_BUFFER_BYTES // 2
-# A large frame's own buffer starts at this size (or the frame's, if smaller) and doubles as it fills.
+# A large frame's first chunk is this size (or the frame's, if smaller); each next one is as large as
+# all before it together.
 INITIAL_LARGE_BUFFER_BYTES = 64 * 1024
 
 
@@ -47,9 +51,10 @@ class FrameStream(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self._buffer = bytearray(INITIAL_RECEIVE_BUFFER_BYTES)
         self._start = self._end = 0  # the unread bytes of _buffer
-        self._large: bytearray | None = None  # a frame body being received into its own buffer
-        self._large_size = 0  # the size of that frame; _large grows towards it
-        self._large_filled = 0
+        self._large: list[bytearray] | None = None  # the chunks of a frame body being received, the last one filling
+        self._large_size = 0  # the size of that frame
+        self._large_received = 0  # its bytes in all chunks
+        self._chunk_filled = 0  # its bytes in the last chunk
         self._admitted = False  # frame_started accepted the frame whose size prefix is at _start
         self._held = False  # frame_started held the frame at _start back: cutting waits for continue_frames
         self._writing_paused = False
@@ -83,17 +88,12 @@ class FrameStream(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        large = self._large
-        if large is not None:
-            if self._large_filled == len(large):
-                more = min(len(large), self._large_size - len(large))
-                try:
-                    large.extend(bytes(more))  # grown in place (realloc) where nothing views it
-                except BufferError:  # the caller still holds the view handed out last time
-                    grown = bytearray(len(large) + more)
-                    grown[: len(large)] = large
-                    self._large = large = grown
-            return memoryview(large)[self._large_filled :]
+        chunks = self._large
+        if chunks is not None:
+            if self._chunk_filled == len(chunks[-1]):
+                chunks.append(bytearray(min(self._large_received, self._large_size - self._large_received)))
+                self._chunk_filled = 0
+            return memoryview(chunks[-1])[self._chunk_filled :]
         buffer = self._buffer
         if self._end == len(buffer):
             unread = self._end - self._start
@@ -117,9 +117,11 @@ class FrameStream(asyncio.BufferedProtocol):
             if not self._held:
                 self._cut_frames()
             return
-        self._large_filled += nbytes
-        if self._large_filled == self._large_size:
-            body, self._large = self._large, None
+        self._chunk_filled += nbytes
+        self._large_received += nbytes
+        if self._large_received == self._large_size:
+            chunks, self._large = self._large, None
+            body = chunks[0] if len(chunks) == 1 else bytearray().join(chunks)
             self.frame_received(memoryview(body) if self.writable_frames else memoryview(body).toreadonly())
 
     def continue_frames(self) -> None:
@@ -173,10 +175,11 @@ class FrameStream(asyncio.BufferedProtocol):
                 buffer = self._buffer
             elif size > LARGE_FRAME_BYTES:
                 initial = size if self.trust_announced_sizes else min(size, max(INITIAL_LARGE_BUFFER_BYTES, available))
-                self._large = bytearray(initial)
-                self._large[:available] = buffer[body_start : self._end]
+                first = bytearray(initial)
+                first[:available] = buffer[body_start : self._end]
+                self._large = [first]
                 self._large_size = size
-                self._large_filled = available
+                self._large_received = self._chunk_filled = available
                 self._admitted = False
                 self._start = self._end = 0
                 return

@@ -14,12 +14,14 @@ What a Produce request (or a coordinator) hands to ``Log.append`` for one partit
    time are written into the batch in place; a batch whose codec differs from the topic's
    ``compression.type`` is rebuilt with the topic's codec instead.
 
-Step 3 is the only one that reads past the 61-byte header. An uncompressed batch is walked from
-length prefix to length prefix, its offset deltas compared as bytes with their expected encoding,
-unless keys or timestamps must be seen; a compressed batch is decompressed once and decoded.
+Step 3 is the only one that reads past the 61-byte header. Unless keys or timestamps must be
+seen, an uncompressed batch is walked from length prefix to length prefix, and a compressed one is
+walked the same way while it inflates, its offset deltas compared as bytes with their expected
+encoding (runs of same-shaped records a column at a time); otherwise the batch is decompressed
+once and decoded.
 
 Decompression is bounded by what the batch can legitimately hold (``inflate_records``): it is
-inflated a step at a time while the records' length prefixes are followed, so it stops as soon as
+inflated in growing steps while the records' length prefixes are followed, so it stops as soon as
 the framing is wrong (a decompression bomb of zeros costs one step), the records' declared
 lengths may not add up to more than ``record count x max.message.bytes`` (MESSAGE_TOO_LARGE,
 found from the prefixes before those bytes are inflated), nor past
@@ -43,7 +45,7 @@ from kcli.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KcliE
 from kcli.storage.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType, open_stream
 from kcli.storage.log_config import COMPACT, LOG_APPEND_TIME, LogConfig
 from kcli.storage.producer_state import AppendOrigin
-from kcli.storage.record_runs import MIN_RUN, find_run, offset_deltas
+from kcli.storage.record_runs import MIN_RUN, find_run, offset_deltas_run_from
 from kcli.storage.records import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -312,8 +314,7 @@ class _Append(NamedTuple):
                 start = self.data_start + position
                 walk_records(self.data, start + RECORD_BATCH_OVERHEAD, start + size, batch.record_count)
             else:
-                section = inflate_records(batch, self.partition, self.config.max_message_bytes)
-                walk_records(section, 0, len(section), batch.record_count, check_offset_deltas=True)
+                inflate_records(batch, self.partition, self.config.max_message_bytes, check_offset_deltas=True)
             fields = None
         else:
             fields = _decode_records(batch, self.partition, self.config.max_message_bytes)
@@ -433,7 +434,7 @@ def walk_records(data: bytes | bytearray, start: int, end: int, count: int, *, c
     while i < count:
         if runs and count - i >= MIN_RUN:
             run = find_run(data, pos, end, count - i)
-            if run is not None and (not check_offset_deltas or offset_deltas(data, run) == list(range(i, i + run.count))):
+            if run is not None and (not check_offset_deltas or offset_deltas_run_from(data, run, i)):
                 pos = run.end
                 i += run.count
                 one_by_one = 1
@@ -484,20 +485,29 @@ def _walk(data: bytes | bytearray, pos: int, end: int, first: int, n: int, count
     return pos
 
 
-# Bytes inflated at a time while following the records' length prefixes.
+# Bytes inflated first while following the records' length prefixes; each later step inflates
+# INFLATE_GROWTH times as much as was inflated before, up to INFLATE_STEP_MAX: few calls into the
+# codec for a batch of any size, and inflation never more than INFLATE_GROWTH times as far ahead
+# of the checked prefixes as they reach (a batch of 1 MiB of records takes four steps).
 INFLATE_STEP = 16 * 1024
+INFLATE_STEP_MAX = 1024 * 1024
+INFLATE_GROWTH = 3
 _MAX_VARINT_BYTES = 10
 
 
-def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) -> bytes:
+def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int, *, check_offset_deltas: bool = False) -> bytearray:
     """The records section of a compressed batch, inflated no further than its records lead.
 
     Record i's length prefix says where record i + 1 starts; inflation goes a step past what the
-    prefixes read so far require, and stops at the first prefix that cannot be right: too short
+    prefixes read so far require (INFLATE_GROWTH times what was inflated before, from INFLATE_STEP
+    to INFLATE_STEP_MAX), and stops at the first prefix that cannot be right: too short
     a record (INVALID_RECORD), declared lengths adding up past ``record count x max_message_bytes``
     (MESSAGE_TOO_LARGE) or past DEFAULT_MAX_DECOMPRESSED_BYTES (CORRUPT_MESSAGE), bytes after the
     last record, or a stream that ends early (INVALID_RECORD). A codec failure is CORRUPT_MESSAGE.
-    The framing is checked again, with the offset deltas, by the caller's walk of the section.
+    Runs of same-shaped records are followed a column at a time (``find_run``), the rest one by one.
+    Following the prefixes is the walk of the section: with ``check_offset_deltas`` record i must
+    also have offset delta i (INVALID_RECORD otherwise), as ``walk_records`` asks of compressed
+    batches, so that a batch kept as it is needs no second walk.
     """
     count = batch.record_count
     start = batch.position + RECORD_BATCH_OVERHEAD
@@ -508,8 +518,18 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) 
     data = bytearray()
     i = 0  # records whose length prefix was read
     end = 0  # where record i starts; once i == count, where the records end
+    singles: list[tuple[int, int]] = []  # (index, body position) of records read one by one, their deltas checked at the end
     while True:
         while i < count and end < len(data):
+            if count - i >= MIN_RUN:
+                run = find_run(data, end, len(data), count - i)
+                if run is not None:  # whole records, each prefix leading to the next
+                    if check_offset_deltas and not offset_deltas_run_from(data, run, i):
+                        raise InvalidRecordError(f"the offset deltas of records {i} to {i + run.count - 1} of the batch in topic partition {partition} "
+                                                 f"are not {i} to {i + run.count - 1} in order")
+                    i += run.count
+                    end = run.end
+                    continue
             try:
                 length, p = decode_varint(data, end)
             except CorruptRecordError:
@@ -518,6 +538,8 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) 
                 break  # the prefix is not all inflated yet
             if length < _MIN_RECORD_BODY:
                 raise InvalidRecordError(f"record {i} of length {length} does not fit in its batch in topic partition {partition}")
+            if check_offset_deltas:
+                singles.append((i, p))
             end = p + length
             i += 1
             if end > limit:
@@ -529,12 +551,30 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int) 
                 raise CorruptRecordError(f"{batch.compression.label} data of the batch in topic partition {partition} decompresses to more than {limit} bytes")
         if i == count and len(data) > end:
             raise InvalidRecordError(f"Incorrect declared batch size, bytes remain after the {count} records of the batch in topic partition {partition}")
-        part = stream.read(max(end - len(data), 0) + INFLATE_STEP if i < count else max(end - len(data), 1))
+        if i < count:  # the records' prefixes lead to end; a step past it, the stream's limit not passed
+            step = min(max(INFLATE_STEP, INFLATE_GROWTH * len(data)), INFLATE_STEP_MAX)
+            want = min(max(end - len(data), 0) + step, max(limit + INFLATE_STEP - len(data), 1))
+        else:
+            want = max(end - len(data), 1)
+        part = stream.read(want)
         if not part:
             if i < count or len(data) != end:
                 raise InvalidRecordError(f"the records of the batch in topic partition {partition} end before its {count} records")
-            return bytes(data)
+            for index, body in singles:
+                _check_offset_delta(data, body, index, partition)
+            return data
         data += part
+
+
+def _check_offset_delta(data: bytes | bytearray, body: int, index: int, partition: str) -> None:
+    """Record ``index``, whose body starts at ``body`` (its attributes byte), must have offset delta ``index``."""
+    try:
+        _, p = decode_varint(data, body + 1)  # past the attributes, the timestamp delta
+        offset_delta, _ = decode_varint(data, p)
+    except CorruptRecordError:
+        raise InvalidRecordError(f"record {index} of the batch in topic partition {partition} has a malformed timestamp or offset delta") from None
+    if offset_delta != index:
+        raise InvalidRecordError(f"record {index} of the batch has offset delta {offset_delta}; the deltas must run in order from 0 in topic partition {partition}")
 
 
 def _decode_records(batch: RecordBatch, partition: str, max_message_bytes: int) -> list[RecordFields]:

@@ -161,6 +161,42 @@ def offset_deltas(data: bytes | bytearray, run: Shape) -> list[int]:
     return _column(data, run.start + at, run.end, run.stride, width)
 
 
+# Runs whose offset deltas go past this are compared by value (``offset_deltas``), not as bytes:
+# it bounds the tables of expected bytes below (about 0.8 MB at most).
+_DELTA_TABLE_LIMIT = 1 << 17
+
+
+def offset_deltas_run_from(data: bytes | bytearray, run: Shape, first: int) -> bool:
+    """Whether the run's offset deltas are ``first``, ``first + 1``, ... in order.
+
+    Each byte column of the deltas is compared, at C speed, with the same column of the expected
+    deltas' encodings in the run's varint width (``find_run`` has checked every delta's width):
+    a width-w varint has one encoding of each value, so equal bytes mean equal deltas."""
+    at, width = run.offset_delta
+    last = first + run.count
+    if last > _DELTA_TABLE_LIMIT:
+        return offset_deltas(data, run) == list(range(first, last))
+    start, stop, stride = run.start + at, run.end, run.stride
+    return all(data[start + k : stop : stride] == _delta_bytes(width, k, last)[first:last] for k in range(width))
+
+
+_delta_tables: dict[tuple[int, int], bytes] = {}
+
+
+def _delta_bytes(width: int, k: int, count: int) -> bytes:
+    """Byte ``k`` of the ``width``-byte varint of each offset delta 0..count-1 (at least): the
+    zigzag value 2d in 7-bit groups, the high bit set on all but the last byte. A delta too large
+    for the width gets 0xFF there, which no valid last byte equals."""
+    table = _delta_tables.get((width, k), b"")
+    if len(table) < count:
+        size = min(max(count, 2 * len(table), 1024), _DELTA_TABLE_LIMIT)
+        more = 0x80 if k < width - 1 else 0
+        top = 7 * (width - 1)
+        table = bytes(((2 * d >> 7 * k) & 0x7F | more) if k < width - 1 or 2 * d >> top < 0x80 else 0xFF for d in range(size))
+        _delta_tables[(width, k)] = table
+    return table
+
+
 def decode_run(data: bytes, pos: int, limit: int) -> Run | None:
     """``find_run`` to the end of ``data``, and the run's fields read a column at a time."""
     run = find_run(data, pos, len(data), limit)

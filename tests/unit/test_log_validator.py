@@ -433,6 +433,25 @@ def test_a_decompression_bomb_is_refused_after_inflating_a_step_not_the_whole_bo
     assert streams.produced <= 2 * log_validator.INFLATE_STEP
 
 
+def test_runs_of_records_are_followed_as_they_inflate_and_a_bad_record_after_them_stops_the_inflation(monkeypatch):
+    """Same-shaped records are followed a run at a time: the first bad prefix after them (a record
+    of length 0, the start of 64 MiB of zeros) is still found, and inflation has not run further
+    ahead of the checked records than INFLATE_GROWTH times as far as they reach."""
+    from kcli.storage.compression import compress
+
+    streams = _CountingStreams(monkeypatch)
+    good = [NewRecord(None, b"value-%06d" % i, NOW) for i in range(4000)]
+    section = build_batch(good)[61:]
+    template = build_batch(good[:1], compression=CompressionType.LZ4)
+    data = template[:61] + compress(CompressionType.LZ4, section + bytes(64 << 20))
+    data = with_field(data, ">i", 8, len(data) - 12)  # the batch's length
+    data = with_field(data, ">i", 23, 4000)  # its last offset delta
+    data = with_field(data, ">i", 57, 4001)  # its record count: one more than the good ones
+    with pytest.raises(InvalidRecordError, match="record 4000 of length 0"):
+        validate(data)
+    assert streams.produced <= (1 + log_validator.INFLATE_GROWTH) * len(section) + 2 * log_validator.INFLATE_STEP
+
+
 def test_records_declaring_more_than_their_count_may_hold_are_too_large_before_they_are_inflated(monkeypatch):
     from kcli.storage.compression import compress
     from kcli.storage.varint import encode_varint
@@ -467,3 +486,17 @@ def test_a_compressed_section_that_ends_before_its_records_is_invalid(codec):
     data = with_field(data, ">i", 8, len(data) - 12)
     with pytest.raises(InvalidRecordError, match="end before its 3 records"):
         validate(data)
+
+
+@pytest.mark.parametrize("swapped", [1, 40, 63, 64, 200, 299])
+def test_a_run_of_compressed_records_whose_offset_deltas_are_out_of_order_is_invalid(swapped):
+    """Same-shaped records are checked a run at a time while the batch inflates: two offset
+    deltas swapped anywhere in the run (within one varint width, or across 63/64) are found."""
+    deltas = list(range(300))
+    deltas[swapped], deltas[swapped - 1] = deltas[swapped - 1], deltas[swapped]
+    shuffled = [NewRecord(None, b"value-%06d" % i, NOW, offset_delta=d) for i, d in enumerate(deltas)]
+    data = build_batch(shuffled, compression=CompressionType.LZ4, last_offset_delta=299)
+    with pytest.raises(InvalidRecordError, match="offset delta") as caught:
+        validate(data)
+    assert caught.value.error_code == ErrorCode.INVALID_RECORD
+    validate(build_batch([r._replace(offset_delta=i) for i, r in enumerate(shuffled)], compression=CompressionType.LZ4))

@@ -4,7 +4,7 @@ record-by-record decoder reads, and must be the one reading uniform batches."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kcli.errors import CorruptRecordError
@@ -120,3 +120,25 @@ def test_too_few_records_for_the_section_is_an_error():
         decode_record_fields(data, 9)
     with pytest.raises(CorruptRecordError):
         decode_record_fields(data, 11)
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.sampled_from([0, 1, 60, 63, 64, 65, 8000, 8191, 8192, 9000, 131_000, 131_072, 1_048_000]),
+       count=st.integers(4, 300), wrong=st.one_of(st.none(), st.integers(0, 299)), claimed_shift=st.sampled_from([0, 0, 0, 1, -1]))
+def test_offset_deltas_compared_as_bytes_agree_with_the_decoded_deltas(first, count, wrong, claimed_shift):
+    """offset_deltas_run_from compares byte columns with the expected encodings; it must say what
+    decoding every delta and comparing the numbers says, across varint widths, past the table of
+    expected bytes, with one delta wrong, and for a run asked to start elsewhere."""
+    from kcli.storage.record_runs import find_run, offset_deltas, offset_deltas_run_from
+
+    rows = uniform(count, value_size=20, first_od=first)
+    if wrong is not None and wrong < count:
+        od, tsd, k, v, h = rows[wrong]
+        rows[wrong] = (od ^ 1, tsd, k, v, h)  # the same varint width, so the same shape
+    data = section(rows)
+    run = find_run(data, 0, len(data), count)
+    assume(run is not None)  # fewer than MIN_RUN records before the deltas change width: no run
+    start = first + claimed_shift
+    if start < 0:
+        return
+    assert offset_deltas_run_from(data, run, start) == (offset_deltas(data, run) == list(range(start, start + run.count)))
