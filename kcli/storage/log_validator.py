@@ -560,21 +560,25 @@ def inflate_records(batch: RecordBatch, partition: str, max_message_bytes: int, 
         if not part:
             if i < count or len(data) != end:
                 raise InvalidRecordError(f"the records of the batch in topic partition {partition} end before its {count} records")
-            for index, body in singles:
-                _check_offset_delta(data, body, index, partition)
+            if singles:
+                deltas = _encoded_offset_deltas(count)
+                for index, body in singles:
+                    _check_offset_delta(data, body, index, deltas[index], partition)
             return data
         data += part
 
 
-def _check_offset_delta(data: bytes | bytearray, body: int, index: int, partition: str) -> None:
-    """Record ``index``, whose body starts at ``body`` (its attributes byte), must have offset delta ``index``."""
+def _check_offset_delta(data: bytes | bytearray, body: int, index: int, expected: bytes, partition: str) -> None:
+    """Record ``index``, whose body starts at ``body`` (its attributes byte), must have offset delta
+    ``index``, whose encoding is ``expected`` (``_encoded_offset_deltas``, as the walk compares it)."""
     try:
         _, p = decode_varint(data, body + 1)  # past the attributes, the timestamp delta
+        if data.startswith(expected, p):
+            return
         offset_delta, _ = decode_varint(data, p)
     except CorruptRecordError:
         raise InvalidRecordError(f"record {index} of the batch in topic partition {partition} has a malformed timestamp or offset delta") from None
-    if offset_delta != index:
-        raise InvalidRecordError(f"record {index} of the batch has offset delta {offset_delta}; the deltas must run in order from 0 in topic partition {partition}")
+    raise InvalidRecordError(f"record {index} of the batch has offset delta {offset_delta}; the deltas must run in order from 0 in topic partition {partition}")
 
 
 def _decode_records(batch: RecordBatch, partition: str, max_message_bytes: int) -> list[RecordFields]:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+# confluent-kafka is one of the test tools scripts/install --test installs: imported, never skipped.
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kcli.errors import ErrorCode  # noqa: E402
 from kcli.storage.records import NewRecord, build_batch, iter_batches  # noqa: E402
