@@ -7,7 +7,7 @@ import runpy
 import struct
 import sys
 
-from kcli.broker import server
+from kcli.broker.network import server
 
 _RECORD = open(os.environ["KCLI_RECORD_PRODUCE"], "ab", buffering=0)  # noqa: SIM115 (open for the process's life)
 _received = server.Connection.frame_received

@@ -22,30 +22,31 @@ import socket
 from pathlib import Path
 from typing import NamedTuple
 
-from kcli.broker import config_describer
-from kcli.broker.fetch_sessions import FetchSessionCache
+from kcli.broker.config import config_describer
+from kcli.broker.replica.fetch_sessions import FetchSessionCache
 from kcli.broker.groups.coordinator import GroupCoordinator
 from kcli.broker.groups.hosting import start_group_coordinator
 from kcli.broker.handlers import load_registry
 from kcli.metadata import zk_paths
 from kcli.broker.controller.channel_manager import ControllerChannelManager
 from kcli.broker.controller.kafka_controller import KafkaController
-from kcli.broker.metadata_cache import MetadataCache
-from kcli.broker.metadata_thread import MetadataThread
-from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.broker.metadata.metadata_cache import MetadataCache
+from kcli.broker.metadata.metadata_thread import MetadataThread
+from kcli.broker.metadata.zk_admin_manager import ZkAdminManager
 from kcli.metadata.admin_zk_client import AdminZkClient
-from kcli.metadata.topics import TopicChange, TopicInfo
+from kcli.metadata.topics import TopicChange, TopicInfo, TopicPartitionState
 from kcli.metadata.zk_client import KafkaZkClient
 from kcli.metadata.embedded import EmbeddedStore
 from kcli.metadata.store import MetadataStore, MetadataStoreError
 from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.broker.producer_ids import ProducerIdManager
-from kcli.broker.replica_manager import ReplicaManager
-from kcli.broker.server import Server, ServerSettings
+from kcli.broker.replica.replica_manager import ReplicaManager
+from kcli.broker.network.server import Server, ServerSettings
 from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
-from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
+from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -142,7 +143,9 @@ class Broker:
         await loop.run_in_executor(None, self.log_manager.load_logs)
         self._logs_loaded = True
         self.log_manager.start_cleaner(CleanerConfig.from_broker_config(self.config.get))
-        self.replica_manager = ReplicaManager(self.id, self.log_manager, self.metadata)
+        self.replica_manager = ReplicaManager(
+            self.id, self.log_manager, self.metadata, replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms")
+        )
         self.producer_ids = ProducerIdManager(store, self.id, thread)
         self.producer_ids.prefetch()
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
@@ -305,7 +308,7 @@ class Broker:
         """After a broker config change: new topic defaults for every hosted log."""
         self._default_log_config = self.effective_config().log_config()
         self.log_manager.default_config = self._default_log_config
-        for topic in {p.topic for p in self.replica_manager.partitions()}:
+        for topic in {p.topic for p in self.replica_manager.leader_partitions()}:
             self.replica_manager.update_config(topic)
 
     def topic_log_config(self, topic: str) -> LogConfig | None:
@@ -358,19 +361,15 @@ class Broker:
     # -- topics ------------------------------------------------------------------------------------
 
     def _host_topic(self, topic: TopicInfo) -> None:
-        for index, state in topic.partitions.items():
-            if state.leader == self.id:
-                try:
-                    self.replica_manager.become_leader(
-                        topic.name, index, topic.topic_id, leader_epoch=state.leader_epoch, replicas=state.replicas, isr=state.isr
-                    )
-                except (OSError, KafkaStorageError) as e:
-                    # A disk error: the partition stays offline (not hosted); the broker serves the others.
-                    log.error("Could not host partition %s-%d: %s", topic.name, index, e)
+        """Single-process mode: lead what the controller elected this broker to lead (a disk error
+        leaves that partition offline, the others served)."""
+        self.replica_manager.host_leaders(
+            TopicPartitionState(topic.name, topic.topic_id, index, state) for index, state in topic.partitions.items() if state.leader == self.id
+        )
 
     def _on_topic_change(self, change: TopicChange) -> None:
         name, topic = change.name, change.topic
-        hosted = [p.index for p in self.replica_manager.partitions() if p.topic == name]
+        hosted = [p.index for p in self.replica_manager.leader_partitions() if p.topic == name]
         if topic is None and self.cluster_mode:
             # Gone from this broker's view (its znode deleted by hand, the topic-deletion
             # procedure's UpdateMetadata, or its last step): as on a Kafka broker, which does not
@@ -384,7 +383,7 @@ class Broker:
             self.fetch_sessions.remove_topic(name)
             return
         if self.cluster_mode:
-            # Leadership comes from the controller's LeaderAndIsr (``leadership_changed``).
+            # Leadership comes from the controller's LeaderAndIsr.
             self.replica_manager.update_config(name)
             return
         self._host_topic(topic)
@@ -395,21 +394,13 @@ class Broker:
             self.replica_manager.stop_replicas(name, lost, delete=False)
         self.replica_manager.update_config(name)
 
-    def leadership_changed(self, updates) -> None:
-        """After a LeaderAndIsr request: the coordinators of the internal topics load or unload
-        the partitions this broker now leads, through the topic listeners."""
-        for name in sorted({update.topic for update in updates}):
-            self.metadata.notify_topic(name)
-
     def replicas_stopped(self, partitions) -> None:
-        """After a StopReplica request: fetch sessions forget deleted partitions' topics, the
-        coordinators drop what they no longer lead."""
+        """After a StopReplica request: fetch sessions forget deleted partitions' topics."""
         for name in sorted({p.topic for p in partitions}):
             if any(p.delete for p in partitions if p.topic == name) and not any(
-                part.topic == name for part in self.replica_manager.partitions()
+                part.topic == name for part in self.replica_manager.leader_partitions()
             ):
                 self.fetch_sessions.remove_topic(name)
-            self.metadata.notify_topic(name)
 
     # -- periodic work -----------------------------------------------------------------------------
 
@@ -473,7 +464,7 @@ class Broker:
             try:
                 connection = await BrokerConnection.open(endpoint.host, endpoint.port, client_id=f"broker-{self.id}", timeout=timeout)
                 try:
-                    answer = await connection.call(7, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
+                    answer = await connection.call(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
                 finally:
                     await connection.close()
             except (KcliError, OSError) as e:
@@ -503,7 +494,7 @@ class Broker:
             await self._controlled_shutdown()
         self.server.stop_accepting()
         if self.replica_manager is not None:
-            self.replica_manager.notify_all()
+            self.replica_manager.shutdown_purgatories()
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.shutdown()
         if self.add_partitions_to_txn_manager is not None:

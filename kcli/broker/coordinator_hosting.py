@@ -1,7 +1,8 @@
 """What the group and the transaction coordinators share about hosting: their internal topic
 (``__consumer_offsets``, ``__transaction_state``) created on first use as Kafka creates it, which
-of its partitions this broker leads, and following that topic's changes on the broker's event
-loop (metadata changes may be told from other threads).
+of its partitions this broker leads, the replica manager's leadership changes (Kafka's
+onLeadershipChange) turned into loads and unloads, and topic changes followed on the broker's
+event loop (metadata changes may be told from other threads).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ async def internal_topic(
 
 def led_partitions(broker: Any, topic_name: str) -> list[int]:
     """The partitions of ``topic_name`` this broker hosts as leader."""
-    return sorted(p.index for p in broker.replica_manager.partitions() if p.topic == topic_name and p.broker_id == broker.id)
+    return sorted(p.index for p in broker.replica_manager.leader_partitions() if p.topic == topic_name)
 
 
 def follow_topic_changes(broker: Any, apply: Callable[[Any], None]) -> None:
@@ -71,14 +72,23 @@ def follow_topic_changes(broker: Any, apply: Callable[[Any], None]) -> None:
     broker.metadata.on_topic_change(on_topic_change)
 
 
-def follow_leadership(broker: Any, coordinator: Any, topic_name: str, change: Any) -> None:
-    """The coordinator's topic was created, changed or deleted: load the partitions this broker now
-    leads, drop the others (all of them when the topic is gone). A topic just created sets the
-    coordinator's partition count, which may differ from the configured one."""
-    if change.topic is not None and change.previous is None and change.topic.partitions:
-        coordinator.set_partition_count(len(change.topic.partitions))
-    led = set(led_partitions(broker, topic_name)) if change.topic is not None else set()
-    for partition in sorted(led):
-        coordinator.on_election(partition)
-    for partition in sorted(coordinator.hosted_partitions() - led):
-        coordinator.on_resignation(partition)
+def follow_leadership(broker: Any, coordinator: Any, topic_name: str) -> None:
+    """Load the partitions of ``topic_name`` this broker comes to lead and drop those it no longer
+    leads, as the replica manager tells them (Kafka's onLeadershipChange). Before the first load,
+    the coordinator takes the topic's partition count, which may differ from the configured one."""
+
+    def on_leadership_change(led: list, not_led: list) -> None:
+        if not coordinator.active:
+            return
+        elected = sorted(p.index for p in led if p.topic == topic_name)
+        if elected:
+            topic = broker.metadata.topic(topic_name)
+            if topic is not None and topic.partitions:
+                coordinator.set_partition_count(len(topic.partitions))
+        for index in elected:
+            coordinator.on_election(index)
+        hosted = coordinator.hosted_partitions()
+        for index in sorted({index for name, index in not_led if name == topic_name and index in hosted}):
+            coordinator.on_resignation(index)
+
+    broker.replica_manager.on_leadership_change(on_leadership_change)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from kcli.broker.metadata_thread import InlineMetadataThread
+from kcli.broker.metadata.metadata_thread import InlineMetadataThread
 from kcli.metadata import zk_paths
 from kcli.metadata.store import BadVersionError, MetadataStore, NodeExistsError, NoNodeError
 from kcli.errors import ErrorCode, KafkaError

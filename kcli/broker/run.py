@@ -17,7 +17,7 @@ _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING
 def load_config(properties_path: str | None, overrides: list[str]):
     """The broker's configuration; refuses security kcli does not have rather than serve it as
     plaintext, and warns about each key no Kafka broker defines."""
-    from kcli.broker.broker_config import BrokerConfig, unknown_keys, unsupported_security
+    from kcli.broker.config.broker_config import BrokerConfig, unknown_keys, unsupported_security
 
     config = BrokerConfig.from_file(properties_path or None, overrides)
     problem = unsupported_security(config)

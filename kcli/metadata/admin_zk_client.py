@@ -7,9 +7,10 @@ Kafka's error code and message: ``create_topic`` (the KRaft controller's checks 
 returns what it wrote; brokers learn of it through their metadata caches, as of any change
 written by anyone (another broker, a ZooKeeper-era tool).
 
-New partitions lead on their first replica, at leader epoch 0 and the controller epoch of
-``/controller_epoch``. Their ISR is the leader alone: kcli does not replicate yet, and a replica
-that holds no data is never reported in sync (the tools show such partitions under-replicated).
+New topics and partitions are written as Kafka 2.8 writes them: the assignment (with the topic
+id) and the configs, no partition state. The active controller sees the assignment, elects each
+new partition's first leader and writes its state under its epoch check (Kafka's
+onNewPartitionCreation), and tells the brokers.
 
 The ZooKeeper-era tools' path (``kcli topics --zookeeper``) is Kafka 2.8's AdminZkClient, with its
 checks and wording: ``zk_broker_racks``, ``zk_assign_new_topic``, ``zk_create_topic``,
@@ -38,9 +39,9 @@ from kcli.metadata.replica_assignment import (
     manual_new_partitions,
     placed_new_partitions,
 )
-from kcli.metadata.store import CreateOp, NodeExistsError, Op, SetDataOp
+from kcli.metadata.store import CreateOp, NodeExistsError
 from kcli.metadata.topics import ConfigValidator, PartitionState, TopicInfo, random_uuid
-from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient, partition_creation_ops
+from kcli.metadata.zk_client import TOPIC_CONFIGS, KafkaZkClient
 
 log = logging.getLogger("kcli.metadata.admin")
 
@@ -93,8 +94,7 @@ class AdminZkClient:
             replicas = self._placed_assignment(num_partitions, replication_factor, brokers)
         if self._new_partitions_check is not None:
             self._new_partitions_check(replicas)
-        controller_epoch = self.zk_client.controller_epoch()[0]
-        partitions = {p: new_partition(replicas[p], controller_epoch) for p in sorted(replicas)}
+        partitions = {p: unelected_partition(replicas[p]) for p in sorted(replicas)}
         topic = TopicInfo(name=name, topic_id=random_uuid(), partitions=partitions, configs=dict(overrides))
         if validate_only:
             return topic
@@ -189,16 +189,13 @@ class AdminZkClient:
             self._new_partitions_check(added)
         topic = topic or self.zk_client.load_topic(name)
         assert topic is not None
-        controller_epoch = self.zk_client.controller_epoch()[0]
         partitions = dict(topic.partitions)
-        partitions.update({p: new_partition(replicas, controller_epoch) for p, replicas in added.items()})
+        partitions.update({p: unelected_partition(replicas) for p, replicas in added.items()})
         grown = replace(topic, partitions=partitions)
         if validate_only:
             return grown
         assignment_now = replace(current, partitions={**current.partitions, **added})
-        ops: list[Op] = [SetDataOp(zk.topic_path(name), zk.encode_topic_assignment(assignment_now), stat.version)]
-        ops.extend(partition_creation_ops(name, {partition: partitions[partition] for partition in added}))
-        self.zk_client.store.multi(ops)
+        self.zk_client.store.set(zk.topic_path(name), zk.encode_topic_assignment(assignment_now), stat.version)
         return grown
 
     def _check_growable(self, name: str, current: zk.TopicAssignment, new_total: int) -> None:
@@ -397,15 +394,10 @@ def _validate_new_replicas_28(manual: Mapping[int, Sequence[int]], replication_f
         )
 
 
-def new_partition(replicas: tuple[int, ...], controller_epoch: int) -> PartitionState:
-    return PartitionState(
-        replicas=replicas,
-        isr=replicas[:1],
-        leader=replicas[0],
-        leader_epoch=0,
-        partition_epoch=0,
-        controller_epoch=controller_epoch,
-    )
+def unelected_partition(replicas: tuple[int, ...]) -> PartitionState:
+    """A new partition as the admin path leaves it: assigned, with no state until the controller
+    elects its first leader (Kafka 2.8's AdminZkClient writes the assignment alone)."""
+    return PartitionState(replicas=replicas, isr=(), leader=zk.NO_LEADER, leader_epoch=-1, partition_epoch=-1)
 
 
 def checked_configs(configs: Mapping[str, str | None], validator: ConfigValidator | None) -> dict[str, str]:

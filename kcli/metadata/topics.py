@@ -59,6 +59,18 @@ class PartitionState:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicPartitionState:
+    """One partition's state with the partition it is of: what the controller decides, what a
+    LeaderAndIsr or UpdateMetadata request carries, and what the replica manager applies. The
+    topic id is None where the request names topics by name alone (LeaderAndIsr v0-4)."""
+
+    topic: str
+    topic_id: uuid.UUID | None
+    index: int
+    state: PartitionState
+
+
+@dataclass(frozen=True, slots=True)
 class TopicInfo:
     """A topic as cached: treat ``partitions`` and ``configs`` as read-only."""
 

@@ -310,7 +310,8 @@ class KafkaZkClient:
         return TopicInfo(name, assignment.topic_id or ZERO_UUID, partitions, self.topic_configs(name))
 
     def topic_creation_ops(self, topic: TopicInfo) -> list[Op]:
-        """Config, assignment and every partition's state of a new topic."""
+        """Config and assignment of a new topic (Kafka's createTopicWithAssignment): its partition
+        states are the controller's to write."""
         name = topic.name
         ops: list[Op] = [self.upsert(zk.topic_config_path(name), zk.encode_entity_config(topic.configs))]
         assignment = zk.TopicAssignment(
@@ -318,8 +319,6 @@ class KafkaZkClient:
             topic_id=topic.topic_id,
         )
         ops.append(CreateOp(zk.topic_path(name), zk.encode_topic_assignment(assignment)))
-        ops.append(CreateOp(zk.topic_partitions_path(name)))
-        ops.extend(partition_creation_ops(name, topic.partitions))
         return ops
 
     def topic_deletion_ops(self, name: str) -> list[Op]:
@@ -383,15 +382,6 @@ def decoded(path: str, decode, data: bytes, *args):
         return decode(data, *args)
     except zk.ZNodeFormatError as e:
         raise zk.ZNodeFormatError(f"{path}: {e}") from None
-
-
-def partition_creation_ops(name: str, partitions: Mapping[int, PartitionState]) -> list[Op]:
-    ops: list[Op] = []
-    for partition, state in partitions.items():
-        leader_and_isr = zk.LeaderAndIsr(state.leader, state.leader_epoch, state.isr, state.controller_epoch)
-        ops.append(CreateOp(zk.topic_partition_path(name, partition)))
-        ops.append(CreateOp(zk.partition_state_path(name, partition), zk.encode_leader_and_isr(leader_and_isr)))
-    return ops
 
 
 def partition_state(

@@ -1,7 +1,7 @@
 """Kafka's size-prefixed frames read off a connection in place, and writes with flow control.
 
 ``FrameStream`` is the asyncio buffered protocol under both ends of a connection: the broker's
-(``kcli.broker.server.Connection``, requests) and the client's (``kcli.client.connection``,
+(``kcli.broker.network.server.Connection``, requests) and the client's (``kcli.client.connection``,
 answers). Small frames are cut out of one receive buffer and come out as ``bytes``; a frame larger
 than half of ``RECEIVE_BUFFER_BYTES`` is received straight into chunks of its own and comes out as
 a read-only view of them joined. With ``writable_frames`` (the broker: a produce request's records

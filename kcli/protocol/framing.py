@@ -18,6 +18,7 @@ import struct
 from typing import NamedTuple
 
 from kcli.errors import ErrorCode, KafkaError
+from kcli.protocol.api_keys import ApiKey
 from kcli.protocol.request_check import MalformedRequest, tagged_section_end
 
 SIZE = struct.Struct(">i")
@@ -25,7 +26,7 @@ _HEADER_FIXED = struct.Struct(">hhih")
 _PEEK = struct.Struct(">hhi")
 _API_KEY = struct.Struct(">h")
 _CORRELATION = struct.Struct(">i")
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 DEFAULT_MAX_REQUEST_SIZE = 104857600  # socket.request.max.bytes
 
 

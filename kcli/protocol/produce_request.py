@@ -20,10 +20,11 @@ import struct
 from typing import NamedTuple
 
 from kcli.errors import CorruptRecordError
+from kcli.protocol.api_keys import ApiKey
 from kcli.protocol.request_check import MalformedRequest, tagged_section_end
 from kcli.storage.varint import decode_unsigned_varint
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
 VERSIONS = range(3, 12)  # v12 (KIP-890's) and v13 (topic ids) are kio's to read
 FIRST_FLEXIBLE_VERSION = 9
 

@@ -280,6 +280,16 @@ class Log:
     def high_watermark(self, offset: int) -> None:
         self.update_high_watermark(offset)
 
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the high watermark up to ``offset`` (at most the log end offset), never down
+        (Kafka's UnifiedLog.maybeIncrementHighWatermark); True when it moved."""
+        with self._lock:
+            offset = min(offset, self._log_end_offset)
+            if offset <= self._high_watermark:
+                return False
+            self._high_watermark = offset
+            return True
+
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, kept within [log start offset, log end offset]; returns it."""
         with self._lock:

@@ -326,3 +326,81 @@ def topic_properties_from_broker(props: Mapping[str, str]) -> dict[str, str]:
             out[topic_key] = value.strip()
             break
     return out
+
+
+# -- validation ---------------------------------------------------------------------------------------
+
+
+def validate_topic_configs(
+    configs: Mapping[str, str | None],
+    defaults: LogConfig | None = None,
+    existing: Mapping[str, str] | None = None,
+    *,
+    remote_log_storage_system_enabled: bool | None = None,
+) -> LogConfig:
+    """A topic's complete new override set checked as Kafka's LogConfig.validate checks it (the
+    controller's check of CreateTopics and AlterConfigs, and the ZooKeeper-era tools'); returns
+    the topic's resulting LogConfig over ``defaults``. ``existing`` is the current override set
+    (needed to refuse turning tiered storage off without deleting remote data);
+    ``remote_log_storage_system_enabled`` is the broker's ``remote.log.storage.system.enable``
+    (None: not known, not checked).
+
+    Raises KafkaError(INVALID_CONFIG) for a null value, an unknown key, a value that does not
+    parse or validate, and the cross-key rules of Kafka's LogConfig.validate.
+    """
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
+    config = LogConfig.from_properties({name: value for name, value in configs.items() if value is not None}, defaults=defaults)
+    problem = _topic_problem(config, remote_log_storage_system_enabled, existing or {})
+    if problem is not None:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, problem)
+    return config
+
+
+def _topic_problem(config: LogConfig, remote_log_storage_system_enabled: bool | None, existing: Mapping[str, str]) -> str | None:
+    if config.min_compaction_lag_ms > config.max_compaction_lag_ms:
+        return (
+            f"conflict topic config setting min.compaction.lag.ms ({config.min_compaction_lag_ms}) > "
+            f"max.compaction.lag.ms ({config.max_compaction_lag_ms})"
+        )
+    if config.remote_storage_enable:
+        return _remote_storage_problem(config, remote_log_storage_system_enabled)
+    was_enabled = existing.get("remote.storage.enable", "false").strip().lower() == "true"
+    if was_enabled and not config.remote_log_delete_on_disable:
+        return (
+            "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data "
+            "and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to "
+            "disable remote storage and delete all remote data, please set "
+            "`remote.storage.enable=false,remote.log.delete.on.disable=true`."
+        )
+    return None
+
+
+def _remote_storage_problem(config: LogConfig, remote_log_storage_system_enabled: bool | None) -> str | None:
+    if remote_log_storage_system_enabled is False:
+        return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+    if config.compact:
+        return "Remote log storage is unsupported for the compacted topics"
+    for local_key, local, total_key, total, unlimited in (
+        ("local.retention.bytes", config.local_retention_bytes, "retention.bytes", config.retention_bytes, config.retention_bytes <= -1),
+        ("local.retention.ms", config.local_retention_ms, "retention.ms", config.retention_ms, config.retention_ms == -1),
+    ):
+        if unlimited or local == -2:
+            continue
+        if local == -1:
+            return f"Invalid value -1 for configuration {local_key}: Value must not be -1 as {total_key} value is set as {total}."
+        if local > total:
+            return f"Invalid value {local} for configuration {local_key}: Value must not be more than {total_key} property value: {total}"
+    if config.remote_log_copy_disable:
+        if config.local_retention_bytes not in (-2, config.retention_bytes):
+            return (
+                "When `remote.log.copy.disable` is set to true, the `local.retention.bytes` and `retention.bytes` must be set "
+                "to the identical value because there will be no more logs copied to the remote storage."
+            )
+        if config.local_retention_ms not in (-2, config.retention_ms):
+            return (
+                "When `remote.log.copy.disable` is set to true, the `local.retention.ms` and `retention.ms` must be set "
+                "to the identical value because there will be no more logs copied to the remote storage."
+            )
+    return None

@@ -38,31 +38,12 @@ import typer
 from kcli.output import Format
 from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
-# Kafka 3.9's ApiKeys names, by key.
-API_NAMES = (
-    "Produce", "Fetch", "ListOffsets", "Metadata", "LeaderAndIsr", "StopReplica", "UpdateMetadata",
-    "ControlledShutdown", "OffsetCommit", "OffsetFetch", "FindCoordinator", "JoinGroup", "Heartbeat",
-    "LeaveGroup", "SyncGroup", "DescribeGroups", "ListGroups", "SaslHandshake", "ApiVersions",
-    "CreateTopics", "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch",
-    "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit",
-    "DescribeAcls", "CreateAcls", "DeleteAcls", "DescribeConfigs", "AlterConfigs",
-    "AlterReplicaLogDirs", "DescribeLogDirs", "SaslAuthenticate", "CreatePartitions",
-    "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
-    "DeleteGroups", "ElectLeaders", "IncrementalAlterConfigs", "AlterPartitionReassignments",
-    "ListPartitionReassignments", "OffsetDelete", "DescribeClientQuotas", "AlterClientQuotas",
-    "DescribeUserScramCredentials", "AlterUserScramCredentials", "Vote", "BeginQuorumEpoch",
-    "EndQuorumEpoch", "DescribeQuorum", "AlterPartition", "UpdateFeatures", "Envelope", "FetchSnapshot",
-    "DescribeCluster", "DescribeProducers", "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker",
-    "DescribeTransactions", "ListTransactions", "AllocateProducerIds", "ConsumerGroupHeartbeat",
-    "ConsumerGroupDescribe", "ControllerRegistration", "GetTelemetrySubscriptions", "PushTelemetry",
-    "AssignReplicasToDirs", "ListClientMetricsResources", "DescribeTopicPartitions", "ShareGroupHeartbeat",
-    "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "AddRaftVoter", "RemoveRaftVoter",
-    "UpdateRaftVoter", "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
-    "DeleteShareGroupState", "ReadShareGroupStateSummary",
-)
 # The APIs Kafka 3.9 serves only to controllers; every other one is a client API, listed as
 # UNSUPPORTED when a broker does not advertise it.
-CONTROLLER_ONLY_APIS = frozenset({52, 53, 54, 59, 62, 63, 70, 73, 82})
+CONTROLLER_ONLY_APIS = (
+    "VOTE", "BEGIN_QUORUM_EPOCH", "END_QUORUM_EPOCH", "FETCH_SNAPSHOT", "BROKER_REGISTRATION", "BROKER_HEARTBEAT",
+    "CONTROLLER_REGISTRATION", "ASSIGN_REPLICAS_TO_DIRS", "UPDATE_RAFT_VOTER",
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -106,10 +87,12 @@ def broker_api_versions(
 def api_lines(versions: dict[int, tuple[int, int]]) -> list[str]:
     """Kafka's NodeApiVersions.toString entries, in API key order."""
     from kcli.client.admin import usable_version
+    from kcli.protocol.api_keys import API_NAMES, ApiKey, kafka_name
 
+    controller_only = {ApiKey[name] for name in CONTROLLER_ONLY_APIS}
     lines = {}
     for key, (low, high) in versions.items():
-        name = API_NAMES[key] if 0 <= key < len(API_NAMES) else None
+        name = kafka_name(key)
         text = f"{name}({key}): " if name is not None else f"UNKNOWN({key}): "
         text += str(low) if low == high else f"{low} to {high}"
         if name is not None:
@@ -117,13 +100,14 @@ def api_lines(versions: dict[int, tuple[int, int]]) -> list[str]:
             text += f" [usable: {usable}]" if isinstance(usable, int) else f" [unusable: {usable}]"
         lines[key] = text
     for key, name in enumerate(API_NAMES):
-        if key not in lines and key not in CONTROLLER_ONLY_APIS:
+        if key not in lines and key not in controller_only:
             lines[key] = f"{name}({key}): UNSUPPORTED"
     return [lines[key] for key in sorted(lines)]
 
 
 def _json(broker) -> dict:
     from kcli.client.admin import usable_version
+    from kcli.protocol.api_keys import kafka_name
 
     node = broker.node
     apis = []
@@ -132,7 +116,7 @@ def _json(broker) -> dict:
         apis.append(
             {
                 "key": key,
-                "name": API_NAMES[key] if 0 <= key < len(API_NAMES) else None,
+                "name": kafka_name(key),
                 "min_version": low,
                 "max_version": high,
                 "usable_version": usable if isinstance(usable, int) else None,

@@ -89,7 +89,7 @@ class ClusterLayout:
         """The seeds' config/server-N.properties: a copy of Kafka's config/server.properties (so the
         internal topics have one replica, as in the quickstart) with what differs from one broker
         to the next."""
-        from kcli.broker.broker_config import STOCK_SERVER_PROPERTIES
+        from kcli.broker.config.broker_config import STOCK_SERVER_PROPERTIES
 
         return {
             **STOCK_SERVER_PROPERTIES,

@@ -232,6 +232,6 @@ def _validate_configs(configs, *, names_only: bool = False) -> None:
             if key not in TOPIC_CONFIG_KEYS:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
         return
-    from kcli.broker.config_describer import validate_topic_configs
+    from kcli.storage.log_config import validate_topic_configs
 
     validate_topic_configs(dict(configs))

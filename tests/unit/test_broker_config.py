@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcli.broker.broker_config import (
+from kcli.broker.config.broker_config import (
     BROKER_CONFIG_DEF,
     BrokerConfig,
     Endpoint,

@@ -12,8 +12,8 @@ import uuid
 import pytest
 
 from kcli.broker.controller.kafka_controller import KafkaController
-from kcli.broker.metadata_cache import MetadataCache
-from kcli.broker.zk_admin_manager import ZkAdminManager
+from kcli.broker.metadata.metadata_cache import MetadataCache
+from kcli.broker.metadata.zk_admin_manager import ZkAdminManager
 from kcli.metadata import admin_zk_client, embedded, topic_names, zk_client
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.admin_zk_client import AdminZkClient
@@ -240,6 +240,37 @@ def test_create_topic_writes_kafkas_znodes(cluster, store):
     assert topic.replication_factor == 2
 
 
+def test_the_admin_path_writes_the_assignment_and_leaves_election_to_the_controller(store):
+    cluster = Cluster(store)  # no controller elected
+    for broker in BROKERS:
+        cluster.zk.register_broker(broker, [zk.Endpoint("PLAINTEXT", "localhost", 9092 + broker)])
+    topic = cluster.admin.create_topic("orders", 2, 2)
+    assert zk.decode_topic_assignment(store.get("/brokers/topics/orders")[0]).topic_id == topic.topic_id
+    assert store.exists("/brokers/topics/orders/partitions") is None
+    assert {p: (s.leader, s.isr, s.leader_epoch) for p, s in topic.partitions.items()} == {0: (-1, (), -1), 1: (-1, (), -1)}
+    cluster.admin.create_partitions("orders", 3)
+    assert store.exists("/brokers/topics/orders/partitions") is None
+    cluster.controller.elect()  # the controller elects every partition, under its epoch
+    for index, state in cluster.cache.topic("orders").partitions.items():
+        written = zk.decode_leader_and_isr(store.get(zk.partition_state_path("orders", index))[0])
+        assert (state.leader, written.leader, written.leader_epoch, written.controller_epoch) == (state.replicas[0], state.replicas[0], 0, 1)
+    cluster.close()
+
+
+def test_create_topic_waits_for_the_controllers_election_within_its_timeout(store):
+    cluster = Cluster(store)
+    for broker in BROKERS:
+        cluster.zk.register_broker(broker, [zk.Endpoint("PLAINTEXT", "localhost", 9092 + broker)])
+    error = kafka_error(cluster.admin.create_topic, "late", 1, 1, timeout_ms=20)
+    assert error.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert cluster.cache.topic("late").partitions[0].leader == -1  # created all the same, not elected yet
+    cluster.controller.elect()
+    assert cluster.cache.topic("late").partitions[0].leader != -1
+    topic = cluster.admin.create_topic("prompt", 2, 1, timeout_ms=60_000)
+    assert all(state.leader != -1 for state in topic.partitions.values())
+    cluster.close()
+
+
 def test_create_topic_writes_an_empty_config_znode(cluster, store):
     cluster.admin.create_topic("plain", 1, 1)
     assert store.get("/config/topics/plain")[0] == b'{"version":1,"config":{}}'
@@ -262,7 +293,7 @@ def test_a_thousand_partitions_are_one_file_write(cluster, monkeypatch):
 
     monkeypatch.setattr(embedded, "write_atomically", counting)
     topic = cluster.admin.create_topic("big", 1000, 3)
-    assert len(writes) == 1
+    assert len(writes) == 2  # the admin path's assignment, then the controller's states: one write each
     assert len(cluster.cache.topic("big").partitions) == 1000 == len(topic.partitions)
 
 
@@ -685,10 +716,12 @@ def test_listeners_see_create_update_delete(cluster):
     cluster.admin.create_topic("u", 1, 1)
     assert [(c.kind, c.name) for c in changes] == [
         (TopicChangeKind.CREATED, "t"),
+        (TopicChangeKind.UPDATED, "t"),  # the controller elected the new partition's leader
         (TopicChangeKind.UPDATED, "t"),
         (TopicChangeKind.DELETED, "t"),
     ]
-    assert changes[0].topic == topic and changes[2].previous.partitions[0].isr == ()
+    assert changes[0].topic.partitions[0].leader == -1  # the admin path writes the assignment alone
+    assert changes[1].topic == topic and changes[3].previous.partitions[0].isr == ()
 
 
 def test_another_broker_on_the_same_tree_sees_changes(cluster, store):

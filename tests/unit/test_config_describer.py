@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcli.broker.broker_config import BrokerConfig
-from kcli.broker.config_describer import (
+from kcli.broker.config.broker_config import BrokerConfig
+from kcli.broker.config.config_describer import (
     AlterOp,
     ConfigSource,
     ConfigSynonym,

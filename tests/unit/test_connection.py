@@ -9,8 +9,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcli.broker import server
-from kcli.broker.server import CloseConnection, Connection
+from kcli.broker.network import server
+from kcli.broker.network.server import CloseConnection, Connection
 from kcli.network import frame_stream
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcli.broker.connection_quotas import ConnectionQuotas, normalize_address, parse_per_ip_overrides
+from kcli.broker.network.connection_quotas import ConnectionQuotas, normalize_address, parse_per_ip_overrides
 from kcli.errors import ErrorCode, KafkaError
 
 

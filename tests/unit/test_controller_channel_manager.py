@@ -10,7 +10,7 @@ import types
 
 from kcli.broker.controller.channel_manager import ControllerChannelManager
 from kcli.broker.handlers import Api, api_versions
-from kcli.broker.server import Server
+from kcli.broker.network.server import Server
 
 TIMEOUT = 10.0
 UPDATE_METADATA = 6

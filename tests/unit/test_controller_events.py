@@ -14,7 +14,7 @@ import pytest
 
 from kcli.broker.controller import channel_manager
 from kcli.broker.controller.channel_manager import ControllerChannelManager
-from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.metadata.metadata_cache import MetadataCache
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.embedded import EmbeddedStore
 from kcli.metadata.topics import PartitionState

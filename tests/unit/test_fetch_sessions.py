@@ -6,7 +6,7 @@ from collections import OrderedDict
 
 import pytest
 
-from kcli.broker.fetch_sessions import CachedPartition, FetchSessionCache
+from kcli.broker.replica.fetch_sessions import CachedPartition, FetchSessionCache
 from kcli.errors import ErrorCode, KcliError
 
 

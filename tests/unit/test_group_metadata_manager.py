@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import struct
+from types import SimpleNamespace
 
 import pytest
 
+from kcli.broker.replica.delayed_fetch import FetchParams
+from kcli.broker.replica.fetch_sessions import CachedPartition
 from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.group import ClassicGroup, GroupState
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
+from kcli.broker.replica.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode, KcliError
+from kcli.metadata.topics import PartitionState
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
+from kcli.storage.log_config import LogConfig
+from kcli.storage.log_manager import LogManager
 from kcli.storage.records import ControlType, NewRecord, RecordBatch, TimestampType, build_batch, control_record, end_txn_marker_value, iter_batches
 
 
@@ -180,41 +188,33 @@ def test_group_records_and_tombstones_are_built_batches_with_build_batch_bytes()
         group_metadata_manager.build_records([*records, group_metadata_manager.group_tombstone("payments", 6)], CompressionType.NONE)
 
 
-class _Partitions:
-    """The replica manager as the writer sees it: one hosted partition, and the wake-ups it asks for."""
+class _Metadata:
+    """The broker's cache as the replica manager asks it: which partitions the offsets topic has."""
 
-    def __init__(self, partition) -> None:
-        self.partition = partition
-        self.notified = []
-
-    def get(self, topic, index):
-        return self.partition if (topic, index) == ("__consumer_offsets", self.partition.index) else None
-
-    def notify(self, key):
-        self.notified.append(key)
+    def topic(self, name):
+        return SimpleNamespace(partitions=range(50)) if name == "__consumer_offsets" else None
 
 
-def _hosted(tmp_path, partition=3, **config):
-    from kcli.broker.partition import Partition
-    from kcli.storage.log_config import LogConfig
-
-    log = Log.open(tmp_path / f"__consumer_offsets-{partition}", LogConfig(cleanup_policy=("compact",), **config))
-    return Partition("__consumer_offsets", partition, None, log, leader_epoch=6, replicas=[1], isr=[1], broker_id=1)
+def _replicas(tmp_path, partition=3, **config) -> ReplicaManager:
+    """A replica manager leading one ``__consumer_offsets`` partition at leader epoch 6."""
+    manager = LogManager([tmp_path / "logs"], LogConfig(cleanup_policy=("compact",), **config))
+    replicas = ReplicaManager(1, manager, _Metadata())
+    replicas.become_leader("__consumer_offsets", partition, None, PartitionState(replicas=(1,), isr=(1,), leader=1, leader_epoch=6, partition_epoch=0))
+    return replicas
 
 
 def test_the_writer_appends_commits_without_validating_and_moves_the_high_watermark(tmp_path, monkeypatch):
     from kcli.storage import log as log_module
 
     monkeypatch.setattr(log_module, "validate_and_assign_offsets", lambda *a, **k: pytest.fail("a coordinator batch was validated again"))
-    hosted = _hosted(tmp_path)
-    partitions = _Partitions(hosted)
-    writer = group_metadata_manager.GroupMetadataManager(partitions, CompressionType.GZIP)
+    replicas = _replicas(tmp_path)
+    hosted = replicas.get("__consumer_offsets", 3)
+    writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.GZIP)
     first = writer.append_offset_commits(3, "grp", COMMITS, 1700000000009)
     second = writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1300, 5, "", 1700000000010)}, 1700000000010)
     tombstone = writer.append(3, [group_metadata_manager.offset_tombstone("grp", ("orders", 1), 1700000000011)])
     assert (first, second, tombstone) == (0, 5, 6)
     assert hosted.log.log_end_offset == hosted.high_watermark == 7
-    assert partitions.notified == [("__consumer_offsets", 3)] * 3
     stored = list(iter_batches(b"".join(s.log.path.read_bytes() for s in hosted.log.segments)))
     expected = bytearray(build_batch([group_metadata_manager.offset_commit_record("grp", tp, v, 1700000000009) for tp, v in COMMITS.items()], compression=CompressionType.GZIP))
     expected[12:16] = struct.pack(">i", 6)  # the partition leader epoch, outside the CRC
@@ -230,25 +230,47 @@ def test_the_writer_appends_commits_without_validating_and_moves_the_high_waterm
     assert replayed.records == 7 and replayed.skipped == 0
 
 
+def test_a_write_answers_a_fetch_waiting_on_the_offsets_partition(tmp_path):
+    replicas = _replicas(tmp_path)
+    writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.NONE)
+
+    async def scenario():
+        answered = asyncio.get_running_loop().create_future()
+        params = FetchParams(replica_id=-1, max_wait_ms=60_000, min_bytes=1, max_bytes=1 << 20)
+        replicas.fetch_messages(params, {("__consumer_offsets", 3): CachedPartition(None, 0, 1 << 20, -1)}, answered.set_result)
+        assert not answered.done() and replicas.fetch_purgatory.watched() == 1
+        writer.append_offset_commits(3, "grp", COMMITS, 1700000000009)
+        return answered.done(), await answered
+
+    done_by_the_write, reads = asyncio.run(scenario())
+    assert done_by_the_write
+    [(key, _, result)] = reads
+    assert key == ("__consumer_offsets", 3) and result.error_code == 0 and result.high_watermark == len(COMMITS)
+    assert result.records_size > 0 and replicas.fetch_purgatory.watched() == 0
+
+
 def test_the_writer_answers_the_partitions_errors(tmp_path):
-    hosted = _hosted(tmp_path, min_insync_replicas=2)
-    writer = group_metadata_manager.GroupMetadataManager(_Partitions(hosted), CompressionType.NONE)
+    replicas = _replicas(tmp_path, min_insync_replicas=2)
+    hosted = replicas.get("__consumer_offsets", 3)
+    writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.NONE)
     with pytest.raises(KcliError) as isr:
         writer.append_offset_commits(3, "grp", COMMITS, 1)
     assert group_metadata_manager.append_error(isr.value, offsets=True) is ErrorCode.COORDINATOR_NOT_AVAILABLE
     with pytest.raises(KcliError) as elsewhere:
         writer.append_offset_commits(4, "grp", COMMITS, 1)
     assert group_metadata_manager.append_error(elsewhere.value, offsets=True) is ErrorCode.NOT_COORDINATOR
-    small = _hosted(tmp_path / "small", max_message_bytes=200)
+    small_replicas = _replicas(tmp_path / "small", max_message_bytes=200)
+    small = small_replicas.get("__consumer_offsets", 3)
     with pytest.raises(KcliError) as too_large:
-        group_metadata_manager.GroupMetadataManager(_Partitions(small), CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1)
+        group_metadata_manager.GroupMetadataManager(small_replicas, CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1)
     assert group_metadata_manager.append_error(too_large.value, offsets=True) is ErrorCode.INVALID_COMMIT_OFFSET_SIZE
     assert hosted.log.log_end_offset == small.log.log_end_offset == 0
 
 
 def test_written_commits_print_with_the_offsets_decoder(tmp_path, kcli_run):
-    hosted = _hosted(tmp_path)
-    writer = group_metadata_manager.GroupMetadataManager(_Partitions(hosted), CompressionType.NONE)
+    replicas = _replicas(tmp_path)
+    hosted = replicas.get("__consumer_offsets", 3)
+    writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.NONE)
     writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1234, 5, "m", 1700000000000)}, 1700000000009)
     hosted.log.flush()
     code, out, err = kcli_run("dump-log-segments", "--offsets-decoder", "--files", str(hosted.log.segments[0].log.path))

@@ -90,7 +90,7 @@ def test_docstring_opens_with_the_served_range_and_kio_has_every_version(name):
 
 
 def test_api_versions_answers_the_registry():
-    from kcli.broker.server import api_ranges
+    from kcli.broker.handlers import api_ranges
 
     advertised = {entry["api_key"]: (entry["min_version"], entry["max_version"]) for entry in api_ranges(REGISTRY)}
     assert advertised == {key: (api.min_version, api.max_version) for key, api in REGISTRY.items()}

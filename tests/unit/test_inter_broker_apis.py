@@ -21,7 +21,7 @@ from collections.abc import Callable
 import pytest
 
 from kcli.broker.handlers import Api, api_versions
-from kcli.broker.server import Server
+from kcli.broker.network.server import Server
 from kcli.client.connection import BrokerConnection
 from kcli.errors import ErrorCode, KafkaError
 from tests.kafka_wire import (

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import uuid
 
-from kcli.broker.replica_manager import PartitionStateUpdate, ReplicaManager
+from kcli.broker.replica.replica_manager import ReplicaManager
 from kcli.errors import ErrorCode
+from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.storage.checkpoints import read_partition_metadata
 from kcli.storage.log_manager import LogManager
 
 
 def update(topic_id, leader_epoch=0, leader=0):
-    return PartitionStateUpdate("orders", 0, topic_id, leader, leader_epoch, (0,), (0,), 1)
+    state = PartitionState(replicas=(0,), isr=(0,), leader=leader, leader_epoch=leader_epoch, partition_epoch=0, controller_epoch=1)
+    return TopicPartitionState("orders", topic_id, 0, state)
 
 
 def test_a_log_of_another_topic_id_is_refused_and_kept(tmp_path):
@@ -29,6 +31,21 @@ def test_a_log_of_another_topic_id_is_refused_and_kept(tmp_path):
     assert error == ErrorCode.NONE and errors == {("orders", 0): ErrorCode.INCONSISTENT_TOPIC_ID}
     assert replicas.hosted_leader_epoch("orders", 0) == 0  # still the first topic's partition
     assert read_partition_metadata(tmp_path / "logs" / "orders-0" / "partition.metadata") == first
+    manager.shutdown()
+
+
+def test_the_topic_id_is_checked_before_the_leader_epoch(tmp_path):
+    """A topic created again starts its leader epochs again: its first LeaderAndIsr (epoch 0) is
+    not newer than the old topic's, and Kafka answers INCONSISTENT_TOPIC_ID, not a stale epoch."""
+    manager = LogManager([tmp_path / "logs"])
+    replicas = ReplicaManager(0, manager)
+    first, second = uuid.uuid4(), uuid.uuid4()
+    replicas.become_leader_or_follower(0, 1, [update(first, leader_epoch=3)])
+    _, errors = replicas.become_leader_or_follower(0, 1, [update(second, leader_epoch=0)])
+    assert errors == {("orders", 0): ErrorCode.INCONSISTENT_TOPIC_ID}
+    _, errors = replicas.become_leader_or_follower(0, 1, [update(first, leader_epoch=3)])
+    assert errors == {("orders", 0): ErrorCode.STALE_CONTROLLER_EPOCH}  # the same topic: the epoch decides
+    assert replicas.hosted_leader_epoch("orders", 0) == 3
     manager.shutdown()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker.tree_configs import TreeConfigs
+from kcli.broker.config.tree_configs import TreeConfigs
 
 
 def errors(caplog) -> list[str]:

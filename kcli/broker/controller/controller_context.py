@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kcli.broker.controller.request_batch import LiveBroker, TopicPartitionState
+from kcli.broker.controller.request_batch import LiveBroker
+from kcli.metadata.topics import TopicPartitionState
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.zk_client import KafkaZkClient, LoadedState, decoded, partition_state
 

@@ -47,7 +47,7 @@ from kcli.broker.controller.partition_state import PartitionState, PartitionStat
 from kcli.broker.controller.replica_state import ReplicaState, ReplicaStateMachine
 from kcli.broker.controller.request_batch import ControllerBrokerRequestBatch, LiveBroker
 from kcli.broker.controller.topic_deletion_manager import TopicDeletionManager
-from kcli.broker.metadata_thread import InlineMetadataThread
+from kcli.broker.metadata.metadata_thread import InlineMetadataThread
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import (

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcli.metadata import zk_paths as zk
-from kcli.metadata.topics import PartitionState
+from kcli.metadata.topics import TopicPartitionState
+from kcli.protocol.api_keys import ApiKey
 
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_DURING_DELETE = -2  # Kafka's LeaderAndIsr.LeaderDuringDelete: the partition is being deleted
 EPOCH_DURING_DELETE = -2  # Kafka's LeaderAndIsr.EpochDuringDelete
 
@@ -33,14 +33,6 @@ class LiveBroker:
     epoch: int
     host: str
     port: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartitionState:
-    topic: str
-    topic_id: uuid.UUID | None
-    index: int
-    state: PartitionState
 
 
 @dataclass
@@ -92,17 +84,17 @@ class ControllerBrokerRequestBatch:
         """Queue the gathered requests on the channel, then start a new batch."""
         for broker_id, partitions in sorted(self._leader_and_isr.items()):
             if broker_id in live:
-                self.channel.send(broker_id, LEADER_AND_ISR, self._leader_and_isr_fields(controller_epoch, live, broker_id, partitions.values()))
+                self.channel.send(broker_id, ApiKey.LEADER_AND_ISR, self._leader_and_isr_fields(controller_epoch, live, broker_id, partitions.values()))
         if self._update_metadata_brokers:
             states = list(self._update_metadata_partitions.values())
             for broker_id in sorted(self._update_metadata_brokers):
                 if broker_id in live:
-                    self.channel.send(broker_id, UPDATE_METADATA, self._update_metadata_fields(controller_epoch, live, broker_id, states))
+                    self.channel.send(broker_id, ApiKey.UPDATE_METADATA, self._update_metadata_fields(controller_epoch, live, broker_id, states))
         for broker_id, stops in sorted(self._stop_replica.items()):
             if broker_id in live:
                 callbacks = list(stops.callbacks)
                 self.channel.send(
-                    broker_id, STOP_REPLICA, self._stop_replica_fields(controller_epoch, live, broker_id, stops),
+                    broker_id, ApiKey.STOP_REPLICA, self._stop_replica_fields(controller_epoch, live, broker_id, stops),
                     (lambda answer, b=broker_id, cbs=callbacks: [cb(b, answer) for cb in cbs]) if callbacks else None,
                 )
         self.clear()

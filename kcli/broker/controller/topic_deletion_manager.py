@@ -28,7 +28,8 @@ from dataclasses import replace
 from typing import Any
 
 from kcli.broker.controller.replica_state import Replica, ReplicaState
-from kcli.broker.controller.request_batch import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, TopicPartitionState
+from kcli.broker.controller.request_batch import EPOCH_DURING_DELETE, LEADER_DURING_DELETE
+from kcli.metadata.topics import TopicPartitionState
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import BadVersionError, DeleteOp, NoNodeError

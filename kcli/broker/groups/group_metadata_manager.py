@@ -33,7 +33,7 @@ from kcli.broker.groups.group import ClassicGroup, GroupState, TopicPartition
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
-from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.errors import ErrorCode, KcliError
 from kcli.protocol import coordinator_records as records_schema
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
@@ -154,22 +154,12 @@ class GroupMetadataManager:
         batch = build_batch(
             records, compression=self.compression, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0, transactional=True
         )
-        hosted = self.replica_manager.get(GROUP_METADATA_TOPIC_NAME, partition)
-        if hosted is None:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not hosted here")
-        info = hosted.append(batch, -1, AppendOrigin.COORDINATOR)
-        self.replica_manager.notify((GROUP_METADATA_TOPIC_NAME, partition))
-        return info.first_offset
+        return self.replica_manager.append_at_once((GROUP_METADATA_TOPIC_NAME, partition), batch, AppendOrigin.COORDINATOR).base_offset
 
     def append_batch(self, partition: int, batch: MemoryRecordsBuilder) -> int:
-        """Append a batch built here through the partition, as a produce with acks=all; returns its
-        base offset. Raises KafkaError with the log's error."""
-        hosted = self.replica_manager.get(GROUP_METADATA_TOPIC_NAME, partition)
-        if hosted is None:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not hosted here")
-        info = hosted.append(batch, -1)
-        self.replica_manager.notify((GROUP_METADATA_TOPIC_NAME, partition))
-        return info.first_offset
+        """Append a batch built here through the replica manager, as a produce with acks=all;
+        returns its base offset. Raises KafkaError with the partition's error."""
+        return self.replica_manager.append_at_once((GROUP_METADATA_TOPIC_NAME, partition), batch, AppendOrigin.CLIENT).base_offset
 
 
 def append_error(error: KcliError, *, offsets: bool) -> ErrorCode:

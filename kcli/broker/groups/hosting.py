@@ -1,9 +1,9 @@
 """Connects the group coordinator to the broker: which offsets partitions it leads, and when.
 
-At start-up the coordinator loads every hosted ``__consumer_offsets`` partition. Afterwards a
-topic change decides: the offsets topic created or changed -> load the partitions this broker now
-leads, drop those it no longer leads; the offsets topic deleted -> drop them all; any other topic
-deleted -> its partitions' committed offsets are deleted from every group, as Kafka does. The
+At start-up the coordinator loads every hosted ``__consumer_offsets`` partition. Afterwards the
+replica manager's leadership changes decide (Kafka's onLeadershipChange): a partition this
+broker comes to lead is loaded, one it follows or stops hosting is dropped. A topic deleted ->
+its partitions' committed offsets are deleted from every group, as Kafka does. The
 group-to-partition mapping uses the topic's partition count when the topic exists (it may have
 been created with another ``offsets.topic.num.partitions``).
 """
@@ -37,15 +37,14 @@ def start_group_coordinator(broker: Any) -> GroupCoordinator:
         raise KcliError(f"Unknown compression type id: {codec} (offsets.topic.compression.codec)") from None
     coordinator = GroupCoordinator(config, GroupMetadataManager(broker.replica_manager, compression))
     coordinator.startup(led_partitions(broker, GROUP_METADATA_TOPIC_NAME))
-    follow_topic_changes(broker, lambda change: _apply_topic_change(broker, coordinator, change))
+    follow_leadership(broker, coordinator, GROUP_METADATA_TOPIC_NAME)
+    follow_topic_changes(broker, lambda change: _apply_topic_change(coordinator, change))
     return coordinator
 
 
-def _apply_topic_change(broker: Any, coordinator: GroupCoordinator, change: Any) -> None:
+def _apply_topic_change(coordinator: GroupCoordinator, change: Any) -> None:
     if not coordinator.active:
         return
-    if change.name == GROUP_METADATA_TOPIC_NAME:
-        follow_leadership(broker, coordinator, GROUP_METADATA_TOPIC_NAME, change)
-    elif change.topic is None and change.previous is not None:
+    if change.name != GROUP_METADATA_TOPIC_NAME and change.topic is None and change.previous is not None:
         partitions = [(change.name, index) for index in change.previous.partitions]
         coordinator.delete_partitions(partitions)

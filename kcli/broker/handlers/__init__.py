@@ -25,6 +25,7 @@ import importlib
 import inspect
 import pkgutil
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from kcli.errors import KcliError
@@ -74,3 +75,8 @@ def load_registry(package: str = __name__, *, cluster_mode: bool = True) -> dict
         low, high = versions
         registry[key] = Api(key, name, low, high, handle, inspect.iscoroutinefunction(handle))
     return dict(sorted(registry.items()))
+
+
+def api_ranges(registry: Mapping[int, Api]) -> list[dict[str, int]]:
+    """Each served API's version range, as ApiVersions lists it."""
+    return [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version} for api in registry.values()]

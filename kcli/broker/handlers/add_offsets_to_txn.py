@@ -12,8 +12,9 @@ TRANSACTION_ABORTABLE.
 from __future__ import annotations
 
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 25
+API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 VERSIONS = (0, 4)
 
 

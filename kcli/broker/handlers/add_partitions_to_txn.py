@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from kcli.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 24
+API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 VERSIONS = (0, 5)
 
 

@@ -23,11 +23,12 @@ import collections
 import logging
 from collections.abc import Iterable, Mapping
 
-from kcli.broker import config_describer
+from kcli.broker.config import config_describer
 from kcli.broker.handlers.describe_configs import BROKER, CLIENT_METRICS, TOPIC, error_message, parse_node_id, resource_label
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 33
+API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = (0, 2)
 
 # Messages of Kafka's ConfigException (a value that does not parse or validate, tiered-storage

@@ -20,8 +20,9 @@ for them, and only brokers send this API; v3 gives each ISR member its broker ep
 from __future__ import annotations
 
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 56
+API_KEY = ApiKey.ALTER_PARTITION
 VERSIONS = (2, 3)
 CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 

@@ -12,11 +12,12 @@ features as tagged fields (none are advertised: kcli has no feature-versioned be
 
 from __future__ import annotations
 
-API_KEY = 18
+from kcli.broker.handlers import api_ranges
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.API_VERSIONS
 VERSIONS = (0, 4)
 
 
 def handle(ctx, request):
-    from kcli.broker.server import api_ranges
-
     return {"error_code": 0, "api_keys": api_ranges(ctx.broker.registry)}

@@ -17,8 +17,9 @@ flexible.
 from __future__ import annotations
 
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 7
+API_KEY = ApiKey.CONTROLLED_SHUTDOWN
 VERSIONS = (0, 3)
 CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 

@@ -19,8 +19,9 @@ import logging
 
 from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 37
+API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,19 @@ async def handle(ctx, request):
             if names[topic.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
             assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
-            await ctx.broker.admin_manager.create_partitions(topic.name, topic.count, assignment, validate_only=request.validate_only)
+            await ctx.broker.admin_manager.create_partitions(
+                topic.name, topic.count, assignment, validate_only=request.validate_only, timeout_ms=_timeout_ms(request)
+            )
             if not request.validate_only:
                 log.info("Topic %s now has %d partition(s)", topic.name, topic.count)
         except KcliError as e:
             result.update(error_code=e.error_code, error_message=str(e))
         results.append(result)
     return {"results": results}
+
+
+def _timeout_ms(request) -> int:
+    return int(request.timeout.total_seconds() * 1000)
 
 
 def _new_partitions(metadata, topic) -> int:

@@ -10,7 +10,9 @@ given twice in one request answers INVALID_REQUEST for it. A request asking for 
 partitions in all is refused whole with POLICY_VIOLATION, as Kafka's controller refuses it, and so
 is a topic whose logs would not fit this broker's open-file limit; a creation whose metadata the
 disk refuses answers KAFKA_STORAGE_ERROR, nothing created. With validate_only nothing is
-created but the answer is the same. From v5 the answer carries the topic's id, partition count,
+created but the answer is the same. The topic is written as its assignment; the controller
+elects its partitions' leaders, and the answer waits for them within the request's timeout
+(REQUEST_TIMED_OUT past it; a timeout of 0 answers at once). From v5 the answer carries the topic's id, partition count,
 replication factor and every config with its value and source.
 
 Version notes: v0-1 (no validate-only error messages) are not served; v5 is flexible and
@@ -24,8 +26,9 @@ import logging
 
 from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (2, 7)
 
 log = logging.getLogger(__name__)
@@ -43,7 +46,7 @@ async def handle(ctx, request):
         if names[topic.name] > 1:
             results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
             continue
-        results.append(await _create(broker, topic, request.validate_only, ctx.api_version))
+        results.append(await _create(broker, topic, request.validate_only, ctx.api_version, int(request.timeout.total_seconds() * 1000)))
     return {"topics": results}
 
 
@@ -56,7 +59,7 @@ def _new_partitions(broker, topic) -> int:
     return max(0, topic.num_partitions)
 
 
-async def _create(broker, topic, validate_only: bool, version: int) -> dict:
+async def _create(broker, topic, validate_only: bool, version: int, timeout_ms: int) -> dict:
     assignment = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
     configs = {c.name: c.value for c in topic.configs}
     try:
@@ -68,6 +71,7 @@ async def _create(broker, topic, validate_only: bool, version: int) -> dict:
             configs,
             validate_only=validate_only,
             config_validator=broker.validate_topic_configs,
+            timeout_ms=timeout_ms,
         )
     except KcliError as e:
         return _failed(topic.name, e.error_code, str(e))

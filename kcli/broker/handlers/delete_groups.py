@@ -11,7 +11,9 @@ Version notes: v1 adds throttling on quota violation; v2 is flexible.
 
 from __future__ import annotations
 
-API_KEY = 42
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.DELETE_GROUPS
 VERSIONS = (0, 2)
 
 

@@ -20,8 +20,9 @@ import logging
 
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 21
+API_KEY = ApiKey.DELETE_RECORDS
 VERSIONS = (0, 2)
 
 HIGH_WATERMARK = -1

@@ -15,8 +15,9 @@ import logging
 import uuid
 
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 20
+API_KEY = ApiKey.DELETE_TOPICS
 VERSIONS = (1, 6)
 
 ZERO_UUID = uuid.UUID(int=0)

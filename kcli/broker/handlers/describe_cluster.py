@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from kcli.broker import authorized_operations
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 60
+API_KEY = ApiKey.DESCRIBE_CLUSTER
 VERSIONS = (0, 1)
 
 # Kafka's EndpointType ids and names (KIP-919).

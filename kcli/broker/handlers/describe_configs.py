@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker import config_describer
-from kcli.broker.config_describer import ConfigEntry, ConfigSource
+from kcli.broker.config import config_describer
+from kcli.broker.config.config_describer import ConfigEntry, ConfigSource
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.java_compat import parse_int
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 32
+API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = (1, 4)
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16

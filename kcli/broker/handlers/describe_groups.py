@@ -18,8 +18,9 @@ from __future__ import annotations
 from kcli.broker import authorized_operations
 from kcli.broker.groups.group import GroupState
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 15
+API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = (0, 6)
 
 

@@ -20,8 +20,9 @@ import os
 from pathlib import Path
 
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 35
+API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 VERSIONS = (1, 4)
 
 INVALID_OFFSET_LAG = -1

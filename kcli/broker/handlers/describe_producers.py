@@ -17,8 +17,9 @@ import logging
 
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 61
+API_KEY = ApiKey.DESCRIBE_PRODUCERS
 VERSIONS = (0, 0)
 
 log = logging.getLogger(__name__)

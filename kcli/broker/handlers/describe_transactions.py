@@ -11,7 +11,9 @@ Version notes: v0 is the only version, flexible.
 
 from __future__ import annotations
 
-API_KEY = 65
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 VERSIONS = (0, 0)
 
 

@@ -17,8 +17,9 @@ TRANSACTION_ABORTABLE.
 from __future__ import annotations
 
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 26
+API_KEY = ApiKey.END_TXN
 VERSIONS = (0, 4)
 
 

@@ -26,8 +26,9 @@ from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.broker.coordinator_hosting import internal_topic
 from kcli.broker.transactions.hosting import transaction_state_topic
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 10
+API_KEY = ApiKey.FIND_COORDINATOR
 VERSIONS = (0, 6)
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2

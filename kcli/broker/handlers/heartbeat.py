@@ -11,7 +11,9 @@ Version notes: v1 adds throttling; v3 group.instance.id; v4 is flexible.
 
 from __future__ import annotations
 
-API_KEY = 12
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.HEARTBEAT
 VERSIONS = (0, 4)
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker import config_describer
-from kcli.broker.config_describer import AlterOp, Op
+from kcli.broker.config import config_describer
+from kcli.broker.config.config_describer import AlterOp, Op
 from kcli.broker.handlers.alter_configs import (
     answer_each,
     check_broker_name,
@@ -44,8 +44,9 @@ from kcli.broker.handlers.describe_configs import (
     parse_node_id,
 )
 from kcli.errors import ErrorCode, KafkaError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 44
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 VERSIONS = (0, 1)
 
 log = logging.getLogger(__name__)

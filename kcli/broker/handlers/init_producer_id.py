@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from kcli.broker.groups.wire import duration_ms
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 22
+API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = (0, 5)
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from kcli.broker.groups.group import JoinGroupResult
 from kcli.broker.groups.wire import client_host, duration_ms
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 11
+API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = (0, 9)
 
 

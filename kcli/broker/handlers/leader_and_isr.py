@@ -18,11 +18,12 @@ topic id; v6 the leader recovery state; v7 the KRaft controller flag.
 
 from __future__ import annotations
 
-from kcli.broker.handlers._control_requests import broker_epoch_is_stale
-from kcli.broker.replica_manager import PartitionStateUpdate
+from kcli.broker.handlers._control_requests import broker_epoch_is_stale, partition_state
+from kcli.metadata.topics import TopicPartitionState
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 4
+API_KEY = ApiKey.LEADER_AND_ISR
 VERSIONS = (0, 7)
 CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
@@ -42,23 +43,9 @@ async def handle(ctx, request):
     if broker_epoch_is_stale(broker, request):
         error = ErrorCode.STALE_BROKER_EPOCH
         return _response(ctx.api_version, error, states, {(name, p.partition_index): error for name, _id, p in states})
-    updates = [
-        PartitionStateUpdate(
-            topic=name,
-            index=p.partition_index,
-            topic_id=topic_id,
-            leader=p.leader,
-            leader_epoch=p.leader_epoch,
-            isr=tuple(p.isr),
-            replicas=tuple(p.replicas),
-            controller_epoch=p.controller_epoch,
-        )
-        for name, topic_id, p in states
-    ]
+    updates = [TopicPartitionState(name, topic_id, p.partition_index, partition_state(p)) for name, topic_id, p in states]
     await broker.replica_manager.open_logs(request.controller_epoch, updates)
     error, errors = broker.replica_manager.become_leader_or_follower(request.controller_id, request.controller_epoch, updates)
-    if error == ErrorCode.NONE:
-        broker.leadership_changed(updates)
     return _response(ctx.api_version, error, states, errors)
 
 

@@ -12,8 +12,9 @@ Version notes: v1 adds throttling; v3 batches members; v4 is flexible; v5 adds t
 from __future__ import annotations
 
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 13
+API_KEY = ApiKey.LEAVE_GROUP
 VERSIONS = (0, 5)
 
 

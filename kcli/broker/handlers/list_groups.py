@@ -13,7 +13,9 @@ types filter and type.
 
 from __future__ import annotations
 
-API_KEY = 16
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.LIST_GROUPS
 VERSIONS = (0, 5)
 
 

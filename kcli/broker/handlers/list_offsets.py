@@ -17,8 +17,9 @@ v4 leader epochs; v6 flexible; v7, v8 and v9 add the timestamps -3, -4 and -5.
 from __future__ import annotations
 
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = (1, 9)
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -37,7 +38,7 @@ def handle(ctx, request):
         for p in topic.partitions:
             result = {"partition_index": p.partition_index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
             try:
-                partition = replicas.partition(topic.name, p.partition_index)
+                partition = replicas.get_partition_or_error(topic.name, p.partition_index)
                 partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
                 result.update(_lookup(partition, p.timestamp, isolation, version))
             except KcliError as e:

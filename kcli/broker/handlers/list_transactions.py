@@ -11,7 +11,9 @@ Version notes: v0 is flexible; v1 adds the duration filter.
 
 from __future__ import annotations
 
-API_KEY = 66
+from kcli.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.LIST_TRANSACTIONS
 VERSIONS = (0, 1)
 
 

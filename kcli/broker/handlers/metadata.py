@@ -25,8 +25,9 @@ import uuid
 from kcli.broker import authorized_operations
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 3
+API_KEY = ApiKey.METADATA
 VERSIONS = (0, 12)
 
 LAST_WITH_CLUSTER_OPERATIONS = 10  # v11 moved them to DescribeCluster (KIP-700)

@@ -29,10 +29,11 @@ from kcli.broker.groups.offsets import DEFAULT_RETENTION_TIME, NO_METADATA, Offs
 from kcli.broker.groups.wire import duration_ms, leader_epoch_or_none
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
-API_KEY = 8
+API_KEY = ApiKey.OFFSET_COMMIT
 VERSIONS = (0, 10)
 DEFAULT_TIMESTAMP = -1  # v1's commit timestamp meaning "now"
 

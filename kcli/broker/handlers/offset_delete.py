@@ -14,8 +14,9 @@ Version notes: only v0 exists.
 from __future__ import annotations
 
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 47
+API_KEY = ApiKey.OFFSET_DELETE
 VERSIONS = (0, 0)
 
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from kcli.broker.groups.offsets import INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 9
+API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = (0, 10)
 
 

@@ -13,8 +13,9 @@ v3 the replica id; v4 is flexible.
 from __future__ import annotations
 
 from kcli.errors import KcliError
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 23
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 VERSIONS = (2, 4)
 
 
@@ -26,7 +27,7 @@ def handle(ctx, request):
         for p in topic.partitions:
             result = {"partition": p.partition, "leader_epoch": -1, "end_offset": -1}
             try:
-                partition = replicas.partition(topic.topic, p.partition)
+                partition = replicas.get_partition_or_error(topic.topic, p.partition)
                 partition.check_leader_epoch(p.current_leader_epoch)
                 epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
                 result["leader_epoch"], result["end_offset"] = epoch, end_offset

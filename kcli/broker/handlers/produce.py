@@ -15,6 +15,10 @@ first, once for the whole request). A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
+The handler reads the request and writes the answer; the replica manager (``append_records``)
+looks each partition up, appends and, with acks=-1, answers once the in-sync replicas have the
+records (at once while the ISR is the leader alone).
+
 Validation never starves other connections: a request carrying more than one compressed batch
 is handled by the connection's task, which yields to the event loop after each compressed
 partition, so other clients are served between them (the connection's later requests still wait
@@ -28,17 +32,15 @@ are not served); log_start_offset from v5, record_errors and error_message from 
 from __future__ import annotations
 
 import asyncio
-import logging
 
-from kcli.metadata.topic_names import is_internal
 from kcli.broker.transactions.verification import coordinator_is_remote, verify_remotely, verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.protocol.api_keys import ApiKey
+from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, RecordBatch, peek_batch_header, single_batch_header
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
 VERSIONS = (3, 11)
-
-log = logging.getLogger(__name__)
 
 _ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # attributes are a big-endian int16
 
@@ -48,12 +50,7 @@ def handle(ctx, request):
         return _handle_verified_remotely(ctx, request)
     if _compressed_batches(request) > 1:
         return _handle_yielding(ctx, request)
-    responses = []
-    state = _State()
-    for topic in request.topic_data:
-        partition_responses = [_append(ctx, request, topic.name, data, state) for data in topic.partition_data]
-        responses.append({"name": topic.name, "partition_responses": partition_responses})
-    return _answer(ctx, request.acks, responses, state)
+    return _answer(ctx, request, _append(ctx, request, _entries(request)))
 
 
 async def _handle_verified_remotely(ctx, request):
@@ -63,79 +60,95 @@ async def _handle_verified_remotely(ctx, request):
     for topic in request.topic_data:
         for data in topic.partition_data:
             try:
-                candidates.append((replicas.partition(topic.name, data.index), single_batch_header(data.records)))
+                candidates.append((replicas.get_partition_or_error(topic.name, data.index), single_batch_header(data.records)))
             except KcliError:
                 pass  # the append answers the partition's error
     remote = await verify_remotely(ctx.broker, request.transactional_id, candidates)
-    responses = []
-    state = _State()
-    for topic in request.topic_data:
-        partition_responses = [_append(ctx, request, topic.name, data, state, remote) for data in topic.partition_data]
-        responses.append({"name": topic.name, "partition_responses": partition_responses})
-    return _answer(ctx, request.acks, responses, state)
+    return _answer(ctx, request, await _wait(_append(ctx, request, _entries(request), remote)))
 
 
 async def _handle_yielding(ctx, request):
+    """One partition at a time, yielding to the event loop after each compressed one."""
+    answers = []
+    for entry in _entries(request):
+        answers.append(_append(ctx, request, [entry]))
+        if _is_compressed(entry[1]):
+            await asyncio.sleep(0)
     responses = []
-    state = _State()
+    for answer in answers:
+        responses.extend(await _wait(answer))
+    return _answer(ctx, request, responses)
+
+
+def _entries(request) -> list:
+    return [((topic.name, data.index), data.records) for topic in request.topic_data for data in topic.partition_data]
+
+
+def _append(ctx, request, entries, remote=None):
+    """The replica manager's answers for ``entries``: a list when it answered at once, else a
+    future it completes."""
+    broker = ctx.broker
+    answered = []
+    future = None
+
+    def prepare(partition, records):
+        batch = single_batch_header(records)  # the one read of its header, over the request's bytes
+        _check_single_batch(records, batch)
+        verify_transactional_produce(broker, request.transactional_id, partition, batch, remote)
+        return records if batch is None else batch
+
+    def respond(responses):
+        if future is None:
+            answered.append(responses)
+        elif not future.done():
+            future.set_result(responses)
+
+    timeout_ms = int(request.timeout.total_seconds() * 1000)
+    broker.replica_manager.append_records(entries, request.acks, timeout_ms, AppendOrigin.CLIENT, respond, prepare=prepare)
+    if answered:
+        return answered[0]
+    future = asyncio.get_running_loop().create_future()
+    return future
+
+
+async def _wait(answer):
+    return answer if isinstance(answer, list) else await answer
+
+
+def _answer(ctx, request, responses):
+    """The Produce response for the replica manager's answers, one per partition in the request's
+    order (none with acks=0, where a failure closes the connection instead); a coroutine while
+    they are still to come."""
+    if not isinstance(responses, list):
+        return _answer_later(ctx, request, responses)
+    if request.acks == 0:
+        ctx.close_connection = any(response.error_code != ErrorCode.NONE for _, response in responses)
+        return None
+    answers = iter(responses)
+    topics = []
     for topic in request.topic_data:
         partition_responses = []
         for data in topic.partition_data:
-            partition_responses.append(_append(ctx, request, topic.name, data, state))
-            if _is_compressed(data.records):
-                await asyncio.sleep(0)
-        responses.append({"name": topic.name, "partition_responses": partition_responses})
-    return _answer(ctx, request.acks, responses, state)
+            _, response = next(answers)
+            result = {
+                "index": data.index,
+                "base_offset": response.base_offset,
+                "log_append_time": response.log_append_time,
+                "log_start_offset": response.log_start_offset,
+            }
+            if response.error_code != ErrorCode.NONE:
+                result["error_code"] = response.error_code
+                result["error_message"] = response.error_message
+                result["record_errors"] = [
+                    {"batch_index": index, "batch_index_error_message": message} for index, message in response.record_errors
+                ]
+            partition_responses.append(result)
+        topics.append({"name": topic.name, "partition_responses": partition_responses})
+    return {"responses": topics}
 
 
-class _State:
-    failed = False
-
-
-def _answer(ctx, acks, responses, state):
-    if acks == 0:
-        ctx.close_connection = state.failed
-        return None
-    return {"responses": responses}
-
-
-def _append(ctx, request, topic_name, data, state, remote=None):
-    replicas = ctx.broker.replica_manager
-    acks = request.acks
-    result = {"index": data.index, "base_offset": -1, "log_append_time": -1, "log_start_offset": -1}
-    try:
-        if acks not in (0, 1, -1):
-            raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-        if is_internal(topic_name):
-            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic_name}")
-        partition = replicas.partition(topic_name, data.index)
-        records = data.records  # a view of the request's bytes: checked and patched in place
-        batch = single_batch_header(records)  # the one read of its header
-        _check_single_batch(records, batch)
-        verify_transactional_produce(ctx.broker, request.transactional_id, partition, batch, remote)
-        info = partition.append(records if batch is None else batch, acks)
-        result["base_offset"] = info.first_offset
-        result["log_append_time"] = info.log_append_time
-        result["log_start_offset"] = info.log_start_offset
-        replicas.notify((topic_name, data.index))
-    except KcliError as e:
-        state.failed = True
-        result["error_code"] = e.error_code
-        result["error_message"] = str(e) or None
-        result["record_errors"] = [
-            {"batch_index": index, "batch_index_error_message": message} for index, message in getattr(e, "record_errors", ())
-        ]
-        log.debug("Produce to %s-%d failed: %s", topic_name, data.index, e)
-    except OSError as e:
-        state.failed = True  # the log turns its own disk errors into KafkaStorageError; this is a safety net
-        result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-        result["error_message"] = str(e)
-        log.warning("Produce to %s-%d failed: %s", topic_name, data.index, e)
-    except Exception:
-        state.failed = True
-        result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
-        log.exception("Produce to %s-%d failed unexpectedly", topic_name, data.index)
-    return result
+async def _answer_later(ctx, request, future):
+    return _answer(ctx, request, await future)
 
 
 def _is_compressed(records: bytes | memoryview | None) -> bool:

@@ -16,10 +16,11 @@ each partition its leader epoch and its own deletion flag; v4 the KRaft controll
 from __future__ import annotations
 
 from kcli.broker.handlers._control_requests import broker_epoch_is_stale
-from kcli.broker.replica_manager import NO_EPOCH, StopPartition
+from kcli.broker.replica.replica_manager import NO_EPOCH, StopPartition
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 5
+API_KEY = ApiKey.STOP_REPLICA
 VERSIONS = (0, 4)
 CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from kcli.broker.groups.group import SyncGroupResult
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 14
+API_KEY = ApiKey.SYNC_GROUP
 VERSIONS = (0, 5)
 
 

@@ -26,8 +26,9 @@ from kcli.broker.transactions.verification import coordinator_is_remote
 from kcli.common import TopicPartition
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 28
+API_KEY = ApiKey.TXN_OFFSET_COMMIT
 VERSIONS = (0, 4)
 
 # What a failed verification answers (Kafka's AddPartitionsToTxnManager conversions).

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 
-from kcli.broker.handlers._control_requests import broker_epoch_is_stale
+from kcli.broker.handlers._control_requests import broker_epoch_is_stale, partition_state
 from kcli.errors import ErrorCode
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.topics import PartitionState
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 6
+API_KEY = ApiKey.UPDATE_METADATA
 VERSIONS = (0, 8)
 CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
@@ -82,13 +83,6 @@ def topic_states(request) -> dict:
             if p.leader == LEADER_DURING_DELETE:
                 states[p.partition_index] = None
             else:
-                states[p.partition_index] = PartitionState(
-                    replicas=tuple(p.replicas),
-                    isr=tuple(p.isr),
-                    leader=p.leader,
-                    leader_epoch=p.leader_epoch,
-                    partition_epoch=p.zk_version,
-                    controller_epoch=p.controller_epoch,
-                )
+                states[p.partition_index] = partition_state(p)
         result[name] = (topic_id, states)
     return result

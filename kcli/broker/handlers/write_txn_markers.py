@@ -20,8 +20,9 @@ from __future__ import annotations
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.broker.transactions.markers import write_marker
 from kcli.errors import ErrorCode
+from kcli.protocol.api_keys import ApiKey
 
-API_KEY = 27
+API_KEY = ApiKey.WRITE_TXN_MARKERS
 VERSIONS = (1, 1)
 
 

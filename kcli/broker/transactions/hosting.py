@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kcli.broker.broker_connections import BrokerConnections, live_broker_address
-from kcli.broker.coordinator_hosting import follow_leadership, follow_topic_changes, internal_topic, led_partitions
+from kcli.broker.network.broker_connections import BrokerConnections, live_broker_address
+from kcli.broker.coordinator_hosting import follow_leadership, internal_topic, led_partitions
 from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.coordinator import TransactionConfig, TransactionCoordinator
 from kcli.broker.transactions.marker_channel_manager import TransactionMarkerChannelManager
@@ -54,12 +54,7 @@ def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
     if existing is not None and existing.partitions:
         coordinator.set_partition_count(len(existing.partitions))
     coordinator.startup(led_partitions(broker, TRANSACTION_STATE_TOPIC_NAME))
-
-    def apply(change: Any) -> None:
-        if change.name == TRANSACTION_STATE_TOPIC_NAME and coordinator.active:
-            follow_leadership(broker, coordinator, TRANSACTION_STATE_TOPIC_NAME, change)
-
-    follow_topic_changes(broker, apply)
+    follow_leadership(broker, coordinator, TRANSACTION_STATE_TOPIC_NAME)
     return coordinator
 
 

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kcli.broker.broker_connections import BrokerConnections
+from kcli.broker.network.broker_connections import BrokerConnections
 from kcli.client.connection import error_code
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError

@@ -35,10 +35,8 @@ def write_marker(
     (NOT_LEADER_OR_FOLLOWER for a partition another broker leads, UNKNOWN_TOPIC_OR_PARTITION for
     one the cluster does not have)."""
     try:
-        partition = replica_manager.partition(topic, index)
         batch = marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp)
-        partition.append(batch, -1, AppendOrigin.COORDINATOR)
+        replica_manager.append_at_once((topic, index), batch, AppendOrigin.COORDINATOR)
     except KcliError as e:
         return ErrorCode(e.error_code)
-    replica_manager.notify((topic, index))
     return ErrorCode.NONE

@@ -23,9 +23,10 @@ from typing import Any
 
 from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.metadata import TransactionMetadata, TransactionState
-from kcli.errors import ErrorCode, KafkaError, KcliError
+from kcli.errors import ErrorCode, KcliError
 from kcli.protocol import coordinator_records as schema
 from kcli.storage.compression import CompressionType
+from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import MemoryRecordsBuilder
 
 log = logging.getLogger(__name__)
@@ -110,12 +111,9 @@ class TransactionStateManager:
         return self.replica_manager.get(TRANSACTION_STATE_TOPIC_NAME, index)
 
     def append(self, index: int, batch: MemoryRecordsBuilder) -> int:
-        hosted = self.partition(index)
-        if hosted is None:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{TRANSACTION_STATE_TOPIC_NAME}-{index} is not hosted here")
-        info = hosted.append(batch, -1)
-        self.replica_manager.notify((TRANSACTION_STATE_TOPIC_NAME, index))
-        return info.first_offset
+        """Append one batch through the replica manager, acks=all; returns its base offset. Raises
+        KafkaError with the partition's error."""
+        return self.replica_manager.append_at_once((TRANSACTION_STATE_TOPIC_NAME, index), batch, AppendOrigin.CLIENT).base_offset
 
 
 def append_error(error: KcliError) -> ErrorCode:

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kcli.broker.broker_connections import BrokerConnections
+from kcli.broker.network.broker_connections import BrokerConnections
 from kcli.client.connection import error_code
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError
@@ -150,7 +150,7 @@ async def verify_remotely(broker: Any, transactional_id: str, candidates: list[t
 
 
 def start_add_partitions_to_txn_manager(broker: Any) -> AddPartitionsToTxnManager:
-    from kcli.broker.broker_connections import live_broker_address
+    from kcli.broker.network.broker_connections import live_broker_address
     from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 
     def coordinator_of(transactional_id: str) -> int | None:

@@ -21,7 +21,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from kcli.broker.broker_config import (
+from kcli.broker.config.broker_config import (
     ALL_DYNAMIC_CONFIGS,
     BROKER_CONFIG_DEF,
     BROKER_QUOTA_CONFIG_DEF,
@@ -36,6 +36,7 @@ from kcli.broker.broker_config import (
 )
 from kcli.config import ConfigKey, ConfigType, render_value
 from kcli.errors import ErrorCode, KafkaError
+from kcli.storage import log_config
 from kcli.storage.log_config import TOPIC_BROKER_SYNONYMS, TOPIC_CONFIG_KEYS, LogConfig
 
 
@@ -312,70 +313,14 @@ def validate_topic_configs(
     broker: BrokerConfig | None = None,
     existing: Mapping[str, str] | None = None,
 ) -> LogConfig:
-    """A topic's complete new override set checked as Kafka's controller checks it; returns the
-    topic's resulting LogConfig. ``existing`` is the current override set (needed to refuse
-    turning tiered storage off without deleting remote data).
-
-    Raises KafkaError(INVALID_CONFIG) for a null value, an unknown key, a value that does not
-    parse or validate, and the cross-key rules of Kafka's LogConfig.validate.
-    """
-    nulls = [name for name, value in configs.items() if value is None]
-    if nulls:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
-    defaults = broker.log_config() if broker is not None else None
-    config = LogConfig.from_properties({name: value for name, value in configs.items() if value is not None}, defaults=defaults)
-    problem = _topic_problem(config, broker, existing or {})
-    if problem is not None:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, problem)
-    return config
-
-
-def _topic_problem(config: LogConfig, broker: BrokerConfig | None, existing: Mapping[str, str]) -> str | None:
-    if config.min_compaction_lag_ms > config.max_compaction_lag_ms:
-        return (
-            f"conflict topic config setting min.compaction.lag.ms ({config.min_compaction_lag_ms}) > "
-            f"max.compaction.lag.ms ({config.max_compaction_lag_ms})"
-        )
-    if config.remote_storage_enable:
-        return _remote_storage_problem(config, broker)
-    was_enabled = existing.get("remote.storage.enable", "false").strip().lower() == "true"
-    if was_enabled and not config.remote_log_delete_on_disable:
-        return (
-            "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data "
-            "and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to "
-            "disable remote storage and delete all remote data, please set "
-            "`remote.storage.enable=false,remote.log.delete.on.disable=true`."
-        )
-    return None
-
-
-def _remote_storage_problem(config: LogConfig, broker: BrokerConfig | None) -> str | None:
-    if broker is not None and not broker.get("remote.log.storage.system.enable"):
-        return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
-    if config.compact:
-        return "Remote log storage is unsupported for the compacted topics"
-    for local_key, local, total_key, total, unlimited in (
-        ("local.retention.bytes", config.local_retention_bytes, "retention.bytes", config.retention_bytes, config.retention_bytes <= -1),
-        ("local.retention.ms", config.local_retention_ms, "retention.ms", config.retention_ms, config.retention_ms == -1),
-    ):
-        if unlimited or local == -2:
-            continue
-        if local == -1:
-            return f"Invalid value -1 for configuration {local_key}: Value must not be -1 as {total_key} value is set as {total}."
-        if local > total:
-            return f"Invalid value {local} for configuration {local_key}: Value must not be more than {total_key} property value: {total}"
-    if config.remote_log_copy_disable:
-        if config.local_retention_bytes not in (-2, config.retention_bytes):
-            return (
-                "When `remote.log.copy.disable` is set to true, the `local.retention.bytes` and `retention.bytes` must be set "
-                "to the identical value because there will be no more logs copied to the remote storage."
-            )
-        if config.local_retention_ms not in (-2, config.retention_ms):
-            return (
-                "When `remote.log.copy.disable` is set to true, the `local.retention.ms` and `retention.ms` must be set "
-                "to the identical value because there will be no more logs copied to the remote storage."
-            )
-    return None
+    """``storage.log_config.validate_topic_configs`` with this broker's facts: its topic defaults
+    and whether tiered storage is enabled."""
+    return log_config.validate_topic_configs(
+        configs,
+        broker.log_config() if broker is not None else None,
+        existing,
+        remote_log_storage_system_enabled=bool(broker.get("remote.log.storage.system.enable")) if broker is not None else None,
+    )
 
 
 def is_dynamically_updatable(name: str) -> bool:

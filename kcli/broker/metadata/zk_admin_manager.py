@@ -3,7 +3,9 @@
 CreateTopics, CreatePartitions, DeleteTopics and the config requests write through the
 ``AdminZkClient`` on the metadata thread (never on the event loop) and answer with what they
 wrote: after each write the metadata cache reads the topic again at once, whatever the latency of
-the store's watches, so the request's answer and the next request on any connection see it.
+the store's watches, so the request's answer and the next request on any connection see it. New
+partitions are written as assignments; the controller elects their leaders, and CreateTopics and
+CreatePartitions wait for that within their timeout (Kafka's DelayedCreatePartitions).
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 
-from kcli.broker.metadata_cache import MetadataCache
+from kcli.broker.metadata.metadata_cache import MetadataCache
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.store import NodeExistsError
 from kcli.metadata.topics import TopicInfo
+from kcli.metadata.zk_paths import NO_LEADER
 
 
 class ZkAdminManager:
@@ -32,13 +35,15 @@ class ZkAdminManager:
         are the controller's (Kafka's ZkAdminManager places on ``metadataCache.getAliveBrokers``)."""
         return sorted(self.metadata.alive_brokers())
 
-    async def create_topic(self, name: str, *args, **kwargs) -> TopicInfo:
-        """``AdminZkClient.create_topic``'s arguments; the topic as created."""
+    async def create_topic(self, name: str, *args, timeout_ms: int = 0, **kwargs) -> TopicInfo:
+        """``AdminZkClient.create_topic``'s arguments; the topic as created. With ``timeout_ms``,
+        the answer waits until the controller has elected every partition's leader."""
         kwargs.setdefault("live_brokers", self._live_broker_ids())
         topic = await self.thread.call(self.admin_zk_client.create_topic, name, *args, **kwargs)
         if kwargs.get("validate_only"):
             return topic
-        return await self.metadata.refresh_topic_async(name) or topic
+        created = await self.metadata.refresh_topic_async(name) or topic
+        return await self._wait_for_leaders(name, created, set(topic.partitions), timeout_ms)
 
     async def create_partitions(
         self,
@@ -47,17 +52,53 @@ class ZkAdminManager:
         assignment: Sequence[Sequence[int]] | None = None,
         *,
         validate_only: bool = False,
+        timeout_ms: int = 0,
         **kwargs,
     ) -> TopicInfo:
-        """``AdminZkClient.create_partitions``'s arguments; the topic as grown."""
+        """``AdminZkClient.create_partitions``'s arguments; the topic as grown. With
+        ``timeout_ms``, the answer waits until the controller has elected the new partitions'
+        leaders."""
         kwargs.setdefault("live_brokers", self._live_broker_ids())
+        before = self.metadata.topic(name)
         grown = await self.thread.call(
-            self.admin_zk_client.create_partitions,
-            self.metadata.topic(name), name, new_total, assignment, validate_only=validate_only, **kwargs,
+            self.admin_zk_client.create_partitions, before, name, new_total, assignment, validate_only=validate_only, **kwargs,
         )
         if validate_only:
             return grown
-        return await self.metadata.refresh_topic_async(name) or grown
+        added = set(grown.partitions) - set(before.partitions if before is not None else ())
+        refreshed = await self.metadata.refresh_topic_async(name) or grown
+        return await self._wait_for_leaders(name, refreshed, added, timeout_ms)
+
+    async def _wait_for_leaders(self, name: str, topic: TopicInfo, partitions: set[int], timeout_ms: int) -> TopicInfo:
+        """Kafka's DelayedCreatePartitions: the admin path writes assignments only, so a new
+        partition has a leader once the controller elected it and this broker's cache learnt it.
+        Waits (``timeout_ms`` > 0) until every one of ``partitions`` has; REQUEST_TIMED_OUT past
+        it (the topic exists; its leaders are still to come)."""
+        if timeout_ms <= 0 or not partitions:
+            return topic
+
+        def led() -> TopicInfo | None:
+            cached = self.metadata.topic(name)
+            if cached is None or any(p not in cached.partitions or cached.partitions[p].leader == NO_LEADER for p in partitions):
+                return None
+            return cached
+
+        found = led()
+        if found is not None:
+            return found
+        elected = asyncio.get_running_loop().create_future()
+
+        def on_change(change) -> None:
+            if change.name == name and not elected.done() and (now := led()) is not None:
+                elected.set_result(now)
+
+        remove = self.metadata.on_topic_change(on_change)
+        try:
+            return await asyncio.wait_for(elected, timeout_ms / 1000)
+        except TimeoutError:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"Timed out waiting for the leaders of topic {name} to be elected.") from None
+        finally:
+            remove()
 
     async def delete_topic(self, name: str | None = None, topic_id: uuid.UUID | None = None) -> TopicInfo:
         """Delete the topic named, or with ``topic_id``; the topic as it was.

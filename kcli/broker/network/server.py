@@ -36,8 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kcli.broker.connection_quotas import ConnectionQuotas, normalize_address
-from kcli.broker.handlers import Api, RawResponse
+from kcli.broker.network.connection_quotas import ConnectionQuotas, normalize_address
+from kcli.broker.handlers import Api, RawResponse, api_ranges
 from kcli.errors import ErrorCode
 from kcli.network.frame_stream import FrameStream
 from kcli.protocol import framing, mapping_encoder, messages
@@ -590,10 +590,6 @@ class Connection(FrameStream):
         await self.drain()
         self.last_active = self._loop.time()
         await asyncio.get_running_loop().sendfile(self.transport, _FileRange(piece.fileno), piece.position, piece.size)
-
-
-def api_ranges(registry: Mapping[int, Api]) -> list[dict[str, int]]:
-    return [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version} for api in registry.values()]
 
 
 def _inline(chunk: Any) -> bytes:

@@ -31,8 +31,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from kcli.broker.metadata_thread import InlineMetadataThread
-from kcli.broker.tree_configs import TreeConfigs
+from kcli.broker.metadata.metadata_thread import InlineMetadataThread
+from kcli.broker.config.tree_configs import TreeConfigs
 from kcli.common import uuid_to_string
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata import zk_paths as zk
@@ -349,12 +349,6 @@ class MetadataCache:
                 elif index not in partitions or state.partition_epoch >= partitions[index].partition_epoch:
                     partitions[index] = state
             self._apply(name, replace(previous, partitions=partitions) if partitions else None)
-
-    def notify_topic(self, name: str) -> None:
-        """Tell the topic listeners the topic changed (this broker's role in it did)."""
-        topic = self.topic(name)
-        if topic is not None:
-            self._notify(TopicChange(TopicChangeKind.UPDATED, name, topic, topic))
 
     @staticmethod
     def _newer_states(previous: TopicInfo | None, topic: TopicInfo | None) -> TopicInfo | None:

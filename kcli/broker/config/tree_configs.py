@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from kcli.broker.broker_config import broker_config_key
+from kcli.broker.config.broker_config import broker_config_key
 from kcli.errors import KafkaError
 from kcli.metadata import zk_paths as zk
 from kcli.storage.log_config import LogConfig

@@ -1,0 +1,204 @@
+"""One topic-partition this broker hosts: Kafka's ``kafka.cluster.Partition``.
+
+A partition is one object for as long as the broker hosts it, whatever its role: the controller's
+decisions (a ``PartitionState``: replicas, ISR, leader, epochs, replicas being added or removed)
+reach it through ``make_leader`` and ``make_follower``, which update it in place. It knows its
+log, the leader's broker id (``leader_id``, -1 for none), the leader epoch and where it started
+in the log, the partition epoch (the version of its state znode), its assignment, its ISR and,
+on the leader, what it knows of each remote replica (``Replica``: log end offset, last caught-up
+and last fetch times).
+
+The high watermark moves in one place, ``maybe_increment_leader_hw``: to the smallest log end
+offset among the leader's own log and every remote replica that is in the ISR or caught up
+within ``replica.lag.time.max.ms``, never backwards. While no follower fetches, a partition whose
+ISR is the leader alone commits each append as it is written, and one with a follower in its ISR
+commits nothing until that follower catches up.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kcli.errors import ErrorCode, KafkaError
+from kcli.metadata.topics import PartitionState
+from kcli.storage.log import Log, LogAppendInfo
+from kcli.storage.producer_state import AppendOrigin
+from kcli.storage.records import RecordBatch
+
+NO_LEADER = -1
+UNKNOWN_OFFSET = -1  # Kafka's UnifiedLog.UnknownOffset: a replica the leader has not heard from
+DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30000  # replica.lag.time.max.ms
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class Replica:
+    """What the leader knows of one remote replica (Kafka's ``kafka.cluster.Replica``)."""
+
+    broker_id: int
+    log_end_offset: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+
+    def reset_last_caught_up_time(self, leader_end_offset: int, now_ms: int, last_caught_up_time_ms: int) -> None:
+        """A new leadership: nothing heard from the replica in it yet."""
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_time_ms = now_ms
+        self.last_caught_up_time_ms = last_caught_up_time_ms
+        self.log_end_offset = UNKNOWN_OFFSET
+        self.log_start_offset = UNKNOWN_OFFSET
+
+
+class Partition:
+    def __init__(
+        self,
+        topic: str,
+        index: int,
+        topic_id: uuid.UUID | None,
+        log: Log,
+        *,
+        local_broker_id: int,
+        replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.topic = topic
+        self.index = index
+        self.topic_id = topic_id
+        self.log = log
+        self.local_broker_id = local_broker_id
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self._clock = clock
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.leader_epoch_start_offset: int | None = None
+        self.partition_epoch = -1
+        self.controller_epoch = 0
+        self.replicas: tuple[int, ...] = ()
+        self.adding_replicas: tuple[int, ...] = ()
+        self.removing_replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.remote_replicas: dict[int, Replica] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition({self.topic}-{self.index}, leader={self.leader_id}, leader_epoch={self.leader_epoch}, "
+            f"partition_epoch={self.partition_epoch}, replicas={list(self.replicas)}, isr={list(self.isr)})"
+        )
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.last_stable_offset
+
+    # -- the controller's decisions ----------------------------------------------------------------
+
+    def make_leader(self, state: PartitionState) -> bool:
+        """Lead the partition as ``state`` says (Kafka's Partition.makeLeader): the new epoch starts
+        at the log end offset, the remote replicas start this leadership unheard of (those in the
+        ISR as caught up now). True when this broker was not the leader before."""
+        now = self._clock()
+        self._update_assignment_and_isr(state.replicas, state.isr, state.adding_replicas, state.removing_replicas)
+        start_offset = self.log.log_end_offset
+        self.log.maybe_assign_epoch_start_offset(state.leader_epoch, start_offset)
+        is_new_leader = not self.is_leader
+        self.leader_epoch = state.leader_epoch
+        self.leader_epoch_start_offset = start_offset
+        self.partition_epoch = state.partition_epoch
+        self.controller_epoch = state.controller_epoch
+        self.leader_id = self.local_broker_id
+        if is_new_leader:
+            for replica in self.remote_replicas.values():
+                replica.reset_last_caught_up_time(start_offset, now, now if replica.broker_id in self.isr else 0)
+        self.maybe_increment_leader_hw(now)
+        return is_new_leader
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Follow ``state.leader`` (Kafka's Partition.makeFollower): a follower keeps the assignment
+        but no ISR (the leader owns it). True when the leader or its epoch changed."""
+        self._update_assignment_and_isr(state.replicas, (), state.adding_replicas, state.removing_replicas)
+        changed = self.leader_id != state.leader or self.leader_epoch != state.leader_epoch
+        self.leader_epoch = state.leader_epoch
+        self.leader_epoch_start_offset = None
+        self.partition_epoch = state.partition_epoch
+        self.controller_epoch = state.controller_epoch
+        self.leader_id = state.leader
+        return changed
+
+    def _update_assignment_and_isr(
+        self, replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
+    ) -> None:
+        self.replicas, self.isr = tuple(replicas), tuple(isr)
+        self.adding_replicas, self.removing_replicas = tuple(adding), tuple(removing)
+        remote = [r for r in self.replicas if r != self.local_broker_id]
+        self.remote_replicas = {r: self.remote_replicas.get(r) or Replica(r) for r in remote}
+
+    # -- the leader's work ---------------------------------------------------------------------------
+
+    def append_records_to_leader(
+        self, records: bytes | memoryview | RecordBatch, origin: AppendOrigin, required_acks: int
+    ) -> LogAppendInfo:
+        """Append as the leader (Kafka's Partition.appendRecordsToLeader): a client's produce (the
+        batch's header as the handler read it, over the request's bytes), or (``origin``) the
+        broker's own batches. acks=-1 needs an ISR of at least ``min.insync.replicas``."""
+        if not self.is_leader:
+            raise KafkaError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER, f"Leader not local for partition {self.topic}-{self.index} on broker {self.local_broker_id}"
+            )
+        if required_acks == -1:
+            min_isr = self.log.config.min_insync_replicas
+            if len(self.isr) < min_isr:
+                raise KafkaError(
+                    ErrorCode.NOT_ENOUGH_REPLICAS,
+                    f"The size of the current ISR {set(self.isr)} is insufficient to satisfy the min.isr requirement of {min_isr} for partition {self.topic}-{self.index}",
+                )
+        info = self.log.append(records, leader_epoch=self.leader_epoch, origin=origin)
+        self.maybe_increment_leader_hw()
+        return info
+
+    def maybe_increment_leader_hw(self, now_ms: int | None = None) -> bool:
+        """Move the high watermark up to the smallest log end offset among the leader's log and the
+        remote replicas in the ISR or caught up within ``replica.lag.time.max.ms`` (Kafka's
+        Partition.maybeIncrementLeaderHW); True when it moved."""
+        now = self._clock() if now_ms is None else now_ms
+        new_high_watermark = self.log.log_end_offset
+        for replica in self.remote_replicas.values():
+            recently_caught_up = now - replica.last_caught_up_time_ms <= self.replica_lag_time_max_ms
+            if replica.log_end_offset < new_high_watermark and (replica.broker_id in self.isr or recently_caught_up):
+                new_high_watermark = replica.log_end_offset
+        return self.log.maybe_increment_high_watermark(new_high_watermark)
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
+        """Kafka's Partition.checkEnoughReplicasReachOffset, for a waiting acks=-1 produce: done once
+        the high watermark reaches ``required_offset`` (NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+        ISR is then smaller than ``min.insync.replicas``); NOT_LEADER_OR_FOLLOWER once this broker
+        no longer leads."""
+        if not self.is_leader:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.high_watermark < required_offset:
+            return False, ErrorCode.NONE
+        if len(self.isr) < self.log.config.min_insync_replicas:
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return True, ErrorCode.NONE
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Kafka's fencing of requests that carry the client's idea of the leader epoch."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH, f"{current_leader_epoch} is older than the leader epoch {self.leader_epoch}")
+        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH, f"{current_leader_epoch} is newer than the leader epoch {self.leader_epoch}")
