@@ -24,6 +24,7 @@ _kcli() {
             "/consumer-offset-checker") path="consumer-offset-checker" ;;
             "/consumer-offsets") path="consumer-offsets" ;;
             "/consumer-perf-test") path="consumer-perf-test" ;;
+            "/dump-log") path="dump-log" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
             "/export") path="export" ;;
             "/get-offsets") path="get-offsets" ;;
@@ -51,7 +52,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test dump-log dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -233,6 +234,16 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --include --group --fetch-size --from-latest --socket-buffer-size --threads --num-fetch-threads --consumer.config --print-metrics --show-detailed-stats --timeout --messages --reporting-interval --date-format --hide-header --output --help" -- "$cur")) ;;
+        "dump-log")
+            case "$prev" in
+                --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --max-message-size) COMPREPLY=(); return ;;
+                --max-bytes) COMPREPLY=(); return ;;
+                --key-decoder-class) COMPREPLY=(); return ;;
+                --value-decoder-class) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --help" -- "$cur")) ;;
         "dump-log-segments")
             case "$prev" in
                 --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;

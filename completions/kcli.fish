@@ -29,6 +29,7 @@ complete -c kcli -n '__fish_use_subcommand' -a consumer-groups -d 'This tool hel
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offset-checker -d 'Check the offset of your consumers (old, ZooKeeper-based consumer groups)'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offsets -d 'Export, import and migrate consumer offsets between ZooKeeper storage (/consumers) and Kafka storage'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-perf-test -d 'This tool is used to verify the consumer performance'
+complete -c kcli -n '__fish_use_subcommand' -a dump-log -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a get-offsets -d 'An interactive shell for getting topic-partition offsets'
@@ -261,6 +262,24 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l date-for
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l hide-header -d 'If set, skips printing the header for the stats'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per report, the result and the metrics'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l help -d 'Show this message and exit'
+
+# dump-log
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l files -r -F -d 'REQUIRED: The comma separated list of data and index log files to be dumped'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l print-data-log -d 'If set, printing the messages content when dumping data logs'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l deep-iteration -d 'If set, uses deep instead of shallow iteration'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l verify-index-only -d 'If set, just verify the index log without printing its content'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l index-sanity-check -d 'If set, just checks the index sanity without printing its content'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l max-message-size -x -d 'Size of largest message'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l max-bytes -x -d 'Limit the amount of total batches read in bytes avoiding reading the whole .log file(s)'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l key-decoder-class -x -d 'If set, used to deserialize the keys'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l value-decoder-class -x -d 'If set, used to deserialize the messages'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l offsets-decoder -d 'If set, log data will be parsed as offset data from the __consumer_offsets topic'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l transaction-log-decoder -d 'If set, log data will be parsed as transaction metadata from the __transaction_state topic'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l cluster-metadata-decoder -d 'If set, log data will be parsed as cluster metadata records'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l remote-log-metadata-decoder -d 'If set, log data will be parsed as TopicBasedRemoteLogMetadataManager (RLMM) metadata records'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l skip-record-metadata -d 'Whether to skip printing metadata for each record'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per file, batch, record and index entry'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l help -d 'Show this message and exit'
 
 # dump-log-segments
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l files -r -F -d 'REQUIRED: The comma separated list of data and index log files to be dumped'

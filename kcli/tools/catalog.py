@@ -41,10 +41,14 @@ TOOLS = (
     Tool("broker-api-versions", "broker_api_versions", "This tool helps to retrieve broker version information."),
     Tool("producer-perf-test", "producer_perf_test", "This tool is used to verify the producer performance."),
     Tool("consumer-perf-test", "consumer_perf_test", "This tool is used to verify the consumer performance."),
-    Tool(
-        "dump-log-segments",
-        "dump_log_segments",
-        "This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment.",
+    # kafka-dump-log.sh's name since Kafka 2.0, and the one kcli first gave it: one command, two names.
+    *(
+        Tool(
+            name,
+            "dump_log_segments",
+            "This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment.",
+        )
+        for name in ("dump-log", "dump-log-segments")
     ),
     Tool("export", "export", "Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark."),
     Tool("import", "import_", "Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark."),
@@ -66,3 +70,9 @@ TOOLS = (
     ),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def names_of(module: str) -> list[str]:
+    """The command names a tool module (``kcli.tools.X`` or ``X``) registers, in the catalog's order."""
+    short = module.removeprefix("kcli.tools.")
+    return [tool.name for tool in TOOLS if tool.module == short]

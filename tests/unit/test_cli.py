@@ -152,7 +152,7 @@ def test_bash_completion_script_parses_and_completes(tmp_path):
     )
     result = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["--output", "plain json", "dump-log-segments"]
+    assert result.stdout.splitlines() == ["--output", "plain json", "dump-log dump-log-segments"]
 
 
 @pytest.mark.parametrize("name", ["_kcli", "kcli.fish"])
