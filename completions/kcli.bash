@@ -24,6 +24,7 @@ _kcli() {
             "/consumer-offset-checker") path="consumer-offset-checker" ;;
             "/consumer-offsets") path="consumer-offsets" ;;
             "/consumer-perf-test") path="consumer-perf-test" ;;
+            "/delete-records") path="delete-records" ;;
             "/dump-log") path="dump-log" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
             "/export") path="export" ;;
@@ -52,7 +53,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test dump-log dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -234,6 +235,14 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --include --group --fetch-size --from-latest --socket-buffer-size --threads --num-fetch-threads --consumer.config --print-metrics --show-detailed-stats --timeout --messages --reporting-interval --date-format --hide-header --output --help" -- "$cur")) ;;
+        "delete-records")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --offset-json-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --offset-json-file --command-config --output --help" -- "$cur")) ;;
         "dump-log")
             case "$prev" in
                 --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;

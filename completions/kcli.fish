@@ -29,6 +29,7 @@ complete -c kcli -n '__fish_use_subcommand' -a consumer-groups -d 'This tool hel
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offset-checker -d 'Check the offset of your consumers (old, ZooKeeper-based consumer groups)'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offsets -d 'Export, import and migrate consumer offsets between ZooKeeper storage (/consumers) and Kafka storage'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-perf-test -d 'This tool is used to verify the consumer performance'
+complete -c kcli -n '__fish_use_subcommand' -a delete-records -d 'This tool helps to delete records of the given partitions down to the specified offset'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
@@ -262,6 +263,13 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l date-for
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l hide-header -d 'If set, skips printing the header for the stats'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per report, the result and the metrics'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l help -d 'Show this message and exit'
+
+# delete-records
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l offset-json-file -r -F -d 'REQUIRED: The JSON file with offset per partition'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per partition'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l help -d 'Show this message and exit'
 
 # dump-log
 complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l files -r -F -d 'REQUIRED: The comma separated list of data and index log files to be dumped'
