@@ -30,6 +30,7 @@ _kcli() {
             "/export") path="export" ;;
             "/get-offsets") path="get-offsets" ;;
             "/import") path="import" ;;
+            "/log-dirs") path="log-dirs" ;;
             "/mirror") path="mirror" ;;
             "/producer-perf-test") path="producer-perf-test" ;;
             "/stats") path="stats" ;;
@@ -53,7 +54,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments export get-offsets import log-dirs mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -305,6 +306,15 @@ _kcli() {
                 --conf) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--input --bootstrap-server --topic --format --keep-partitions --no-keep-partitions --keep-timestamps --no-keep-timestamps --producer-property --master --conf --verbose --help" -- "$cur")) ;;
+        "log-dirs")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --topic-list) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --describe --topic-list --broker-list --output --help" -- "$cur")) ;;
         "mirror")
             case "$prev" in
                 --source-bootstrap-server) COMPREPLY=(); return ;;

@@ -35,6 +35,7 @@ complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool h
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a get-offsets -d 'An interactive shell for getting topic-partition offsets'
 complete -c kcli -n '__fish_use_subcommand' -a import -d 'Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark'
+complete -c kcli -n '__fish_use_subcommand' -a log-dirs -d 'This tool helps to query log directory usage on the specified brokers'
 complete -c kcli -n '__fish_use_subcommand' -a mirror -d 'Copy topics from one cluster to another as a Spark stream, with a checkpoint'
 complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool is used to verify the producer performance'
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
@@ -350,6 +351,15 @@ complete -c kcli -n '__fish_seen_subcommand_from import' -l master -x -d 'Spark 
 complete -c kcli -n '__fish_seen_subcommand_from import' -l conf -x -d 'A Spark setting, key=value (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l verbose -d 'Show Spark\'s own logs'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l help -d 'Show this message and exit'
+
+# log-dirs
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l describe -d 'Describe the specified log directories on the specified brokers'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l topic-list -x -d 'The list of topics to be queried in the form "topic1,topic2,topic3"'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l broker-list -x -d 'The list of brokers to be queried in the form "0,1,2"'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per log dir'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l help -d 'Show this message and exit'
 
 # mirror
 complete -c kcli -n '__fish_seen_subcommand_from mirror' -l source-bootstrap-server -x -d 'REQUIRED: the cluster to copy from, HOST1:PORT1,'
