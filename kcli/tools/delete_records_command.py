@@ -33,8 +33,11 @@ def run(bootstrap_server: str, offset_json_file: str, command_config: str | None
                 out.now("Executing records delete operation")
             with AdminSession(settings) as session:
                 results = session.run(session.admin.delete_records(offsets))
+        except OffsetFileError as exc:
+            out.diag(str(exc))  # Kafka's message, as DeleteRecordsCommand prints it
+            raise typer.Exit(exc.exit_code) from None
         except KcliError as exc:
-            out.diag(str(exc))
+            out.diag(f"Error: {exc}")
             raise typer.Exit(exc.exit_code) from None
         if not out.json:
             out.line("Records delete operation completed:")

@@ -15,6 +15,10 @@ from kcli.output import Format, Output
 CLIENT_ID = "log-dirs-tool"
 
 
+class LogDirsError(KcliError):
+    """A failure LogDirsCommand reports in its own words (printed as they are)."""
+
+
 def run(bootstrap_server: str, command_config: str | None, topic_list: str, broker_list: str, fmt: Format) -> None:
     from kcli.tools._admin_common import AdminSession, client_settings, load_command_config
 
@@ -32,7 +36,7 @@ def run(bootstrap_server: str, command_config: str | None, topic_list: str, brok
                 cluster = list(session.run(session.admin.describe_cluster()).nodes)
                 missing = [b for b in brokers if b not in cluster]
                 if missing:
-                    raise KcliError(
+                    raise LogDirsError(
                         f"ERROR: The given brokers do not exist from --broker-list: {_joined(missing)}. "
                         f"Current existent brokers: {_joined(cluster)}"
                     )
@@ -42,9 +46,12 @@ def run(bootstrap_server: str, command_config: str | None, topic_list: str, brok
                 answers = session.run(session.admin.describe_log_dirs(queried))
             failure = next((answer for answer in answers.values() if isinstance(answer, KafkaError)), None)
             if failure is not None:
-                raise KcliError(f"{failure.java_class}: {failure}")
-        except KcliError as exc:
+                raise LogDirsError(f"{failure.java_class}: {failure}")
+        except LogDirsError as exc:
             out.diag(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except KcliError as exc:
+            out.diag(f"Error: {exc}")
             raise typer.Exit(exc.exit_code) from None
         if out.json:
             _print_json(out, answers, topics)
