@@ -28,6 +28,7 @@ _kcli() {
             "/dump-log") path="dump-log" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
             "/export") path="export" ;;
+            "/features") path="features" ;;
             "/get-offsets") path="get-offsets" ;;
             "/import") path="import" ;;
             "/log-dirs") path="log-dirs" ;;
@@ -44,6 +45,7 @@ _kcli() {
             "consumer-offsets/export") path="consumer-offsets/export" ;;
             "consumer-offsets/import") path="consumer-offsets/import" ;;
             "consumer-offsets/migrate") path="consumer-offsets/migrate" ;;
+            "features/describe") path="features/describe" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
             "transactions/describe-producers") path="transactions/describe-producers" ;;
@@ -54,7 +56,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments export get-offsets import log-dirs mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -283,6 +285,16 @@ _kcli() {
                 --conf) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--output-dir --bootstrap-server --log-dir --topic --topic-pattern --format --starting-offsets --ending-offsets --starting-timestamp --ending-timestamp --mode --files --option --master --conf --verbose --help" -- "$cur")) ;;
+        "features")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --bootstrap-controller) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "describe --bootstrap-server --bootstrap-controller --command-config --describe --output --help" -- "$cur")) ;;
+        "features/describe")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "get-offsets")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

@@ -33,6 +33,7 @@ complete -c kcli -n '__fish_use_subcommand' -a delete-records -d 'This tool help
 complete -c kcli -n '__fish_use_subcommand' -a dump-log -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
+complete -c kcli -n '__fish_use_subcommand' -a features -d 'This tool manages feature flags in Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a get-offsets -d 'An interactive shell for getting topic-partition offsets'
 complete -c kcli -n '__fish_use_subcommand' -a import -d 'Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a log-dirs -d 'This tool helps to query log directory usage on the specified brokers'
@@ -326,6 +327,18 @@ complete -c kcli -n '__fish_seen_subcommand_from export' -l master -x -d 'Spark 
 complete -c kcli -n '__fish_seen_subcommand_from export' -l conf -x -d 'A Spark setting, key=value (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l verbose -d 'Show Spark\'s own logs'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l help -d 'Show this message and exit'
+
+# features
+complete -c kcli -n '__fish_seen_subcommand_from features' -a describe -d 'Describes the current active feature flags'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l bootstrap-server -x -d 'A comma-separated list of host:port pairs to use for establishing the connection to the Kafka cluster'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l bootstrap-controller -x -d 'A comma-separated list of host:port pairs to use for establishing the connection to the KRaft quorum'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l command-config -x -d 'Property file containing configs to be passed to Admin Client'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l describe -d 'Describe supported and finalized features (Kafka 2.8-3.x\'s spelling of the describe command)'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per feature'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l help -d 'Show this message and exit'
+
+# features describe
+complete -c kcli -n '__fish_seen_subcommand_from features; and __fish_seen_subcommand_from describe' -l help -d 'Show this message and exit'
 
 # get-offsets
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'

@@ -1,5 +1,5 @@
 """Admin calls for the tools: topics, partitions, configs, offsets, records, log dirs, the cluster,
-API versions.
+API versions, features.
 
 ``Admin`` wraps a ``NetworkClient`` and sends each call where Kafka's admin client sends it: topic
 creation, deletion and partition growth to the controller; configs of one broker to that broker
@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from kcli.client.connection import CLIENT_MAX_VERSIONS, error_code
+from kcli.client.connection import CLIENT_MAX_VERSIONS, FeatureMetadata, error_code
 from kcli.client.metadata import Node, TopicInfo
 from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
@@ -602,6 +602,12 @@ class Admin:
             return BrokerVersions(node, dict(connection.versions))
 
         return list(await asyncio.gather(*(one(node) for node in metadata.brokers.values())))
+
+    async def describe_features(self) -> FeatureMetadata:
+        """The feature flags of some broker, from its ApiVersions answer (Kafka's describeFeatures
+        asks the least loaded node)."""
+        connection = await self.cluster.any_connection()
+        return connection.features
 
     # -- plumbing ------------------------------------------------------------------------------------
 

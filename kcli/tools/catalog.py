@@ -39,6 +39,7 @@ TOOLS = (
     Tool("get-offsets", "get_offsets", "An interactive shell for getting topic-partition offsets."),
     Tool("delete-records", "delete_records", "This tool helps to delete records of the given partitions down to the specified offset."),
     Tool("log-dirs", "log_dirs", "This tool helps to query log directory usage on the specified brokers."),
+    Tool("features", "features", "This tool manages feature flags in Kafka."),
     Tool("configs", "configs", "Describe or change the configs of a topic, broker or broker logger."),
     Tool("broker-api-versions", "broker_api_versions", "This tool helps to retrieve broker version information."),
     Tool("producer-perf-test", "producer_perf_test", "This tool is used to verify the producer performance."),

@@ -143,6 +143,7 @@ INVOCATIONS: dict[str, tuple[list[str], str]] = {
     "consumer-offsets": (["consumer-offsets", "export", "--from", "kafka", "--bootstrap-server", "{server}", "--command-config", "{config}"], "request.timeout.ms"),
     "delete-records": (["delete-records", "--bootstrap-server", "{server}", "--offset-json-file", "{offsets}", "--command-config", "{config}"], "request.timeout.ms"),
     "log-dirs": (["log-dirs", "--bootstrap-server", "{server}", "--describe", "--command-config", "{config}"], "request.timeout.ms"),
+    "features": (["features", "--bootstrap-server", "{server}", "--command-config", "{config}", "describe"], "request.timeout.ms"),
 }
 # stats and mirror (the source) have no client setting: a silent server is given Kafka's default
 # request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
