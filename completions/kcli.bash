@@ -27,6 +27,7 @@ _kcli() {
             "/delete-records") path="delete-records" ;;
             "/dump-log") path="dump-log" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
+            "/e2e-latency") path="e2e-latency" ;;
             "/export") path="export" ;;
             "/features") path="features" ;;
             "/get-offsets") path="get-offsets" ;;
@@ -56,7 +57,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -266,6 +267,8 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --help" -- "$cur")) ;;
+        "e2e-latency")
+            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         "export")
             case "$prev" in
                 --output-dir) COMPREPLY=(); return ;;

@@ -32,6 +32,7 @@ complete -c kcli -n '__fish_use_subcommand' -a consumer-perf-test -d 'This tool 
 complete -c kcli -n '__fish_use_subcommand' -a delete-records -d 'This tool helps to delete records of the given partitions down to the specified offset'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
+complete -c kcli -n '__fish_use_subcommand' -a e2e-latency -d 'This tool records the average end to end latency for a single message to travel through Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a features -d 'This tool manages feature flags in Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a get-offsets -d 'An interactive shell for getting topic-partition offsets'
@@ -308,6 +309,9 @@ complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l remote-lo
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l skip-record-metadata -d 'Whether to skip printing metadata for each record'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per file, batch, record and index entry'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l help -d 'Show this message and exit'
+
+# e2e-latency
+complete -c kcli -n '__fish_seen_subcommand_from e2e-latency' -l help -d 'Show this message and exit'
 
 # export
 complete -c kcli -n '__fish_seen_subcommand_from export' -l output-dir -x -d 'REQUIRED: the directory to write the files to'

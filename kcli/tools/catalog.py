@@ -44,6 +44,7 @@ TOOLS = (
     Tool("broker-api-versions", "broker_api_versions", "This tool helps to retrieve broker version information."),
     Tool("producer-perf-test", "producer_perf_test", "This tool is used to verify the producer performance."),
     Tool("consumer-perf-test", "consumer_perf_test", "This tool is used to verify the consumer performance."),
+    Tool("e2e-latency", "e2e_latency", "This tool records the average end to end latency for a single message to travel through Kafka."),
     # kafka-dump-log.sh's name since Kafka 2.0, and the one kcli first gave it: one command, two names.
     *(
         Tool(

@@ -144,6 +144,7 @@ INVOCATIONS: dict[str, tuple[list[str], str]] = {
     "delete-records": (["delete-records", "--bootstrap-server", "{server}", "--offset-json-file", "{offsets}", "--command-config", "{config}"], "request.timeout.ms"),
     "log-dirs": (["log-dirs", "--bootstrap-server", "{server}", "--describe", "--command-config", "{config}"], "request.timeout.ms"),
     "features": (["features", "--bootstrap-server", "{server}", "--command-config", "{config}", "describe"], "request.timeout.ms"),
+    "e2e-latency": (["e2e-latency", "{server}", "t", "1", "1", "1", "{config}"], "request.timeout.ms"),
 }
 # stats and mirror (the source) have no client setting: a silent server is given Kafka's default
 # request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
