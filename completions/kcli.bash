@@ -38,6 +38,7 @@ _kcli() {
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
             "/transactions") path="transactions" ;;
+            "/verifiable-producer") path="verifiable-producer" ;;
             "/zookeeper") path="zookeeper" ;;
             "/zookeeper-shell") path="zookeeper-shell" ;;
             "broker/start") path="broker/start" ;;
@@ -57,7 +58,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -429,6 +430,20 @@ _kcli() {
                 --duration-filter) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--duration-filter --help" -- "$cur")) ;;
+        "verifiable-producer")
+            case "$prev" in
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --max-messages) COMPREPLY=(); return ;;
+                --throughput) COMPREPLY=(); return ;;
+                --acks) COMPREPLY=(); return ;;
+                --producer.config) COMPREPLY=(); return ;;
+                --message-create-time) COMPREPLY=(); return ;;
+                --value-prefix) COMPREPLY=(); return ;;
+                --repeating-keys) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --max-messages --throughput --acks --producer.config --message-create-time --value-prefix --repeating-keys --help" -- "$cur")) ;;
         "zookeeper")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "zookeeper/start")

@@ -43,6 +43,7 @@ complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool 
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
 complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
+complete -c kcli -n '__fish_use_subcommand' -a verifiable-producer -d 'This tool produces increasing integers to the specified topic and prints JSON metadata to stdout on each "send" request, making externally visible which messages have been acked and which have not'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper-shell -d 'Run ZooKeeper\'s command-line client (zkCli) against HOST:PORT[/chroot]: one command (ls, get, stat, create, set, delete, deleteall, getAcl, sync, ...) and exit, or an interactive shell reading commands from stdin'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
@@ -491,6 +492,19 @@ complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_s
 # transactions list
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l duration-filter -x -d 'Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l help -d 'Show this message and exit'
+
+# verifiable-producer
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l topic -x -a '(__kcli_names topics)' -d 'Produce messages to this topic'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l bootstrap-server -x -d 'REQUIRED: The server(s) to connect to'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l max-messages -x -d 'Produce this many messages'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l throughput -x -d 'If set >= 0, throttle maximum message throughput to *approximately* THROUGHPUT messages/sec'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l acks -x -d 'Acks required on each produced message'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l producer.config -x -d 'Producer config properties file'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l message-create-time -x -d 'Send messages with creation time starting at the arguments value, in milliseconds since epoch'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l value-prefix -x -d 'If specified, each produced value will have this prefix with a dot separator'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l repeating-keys -x -d 'If specified, each produced record will have a key starting at 0 increment by 1 up to the number specified (exclusive), then the key is set to 0 again'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l help -d 'Show this message and exit'
 
 # zookeeper
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -a start -d 'Start ZooKeeper in the foreground with a zookeeper.properties file (default: Kafka\'s config/zookeeper.properties: dataDir=/tmp/zookeeper, clientPort=2181)'

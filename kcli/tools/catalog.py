@@ -45,6 +45,12 @@ TOOLS = (
     Tool("producer-perf-test", "producer_perf_test", "This tool is used to verify the producer performance."),
     Tool("consumer-perf-test", "consumer_perf_test", "This tool is used to verify the consumer performance."),
     Tool("e2e-latency", "e2e_latency", "This tool records the average end to end latency for a single message to travel through Kafka."),
+    Tool(
+        "verifiable-producer",
+        "verifiable_producer",
+        'This tool produces increasing integers to the specified topic and prints JSON metadata to stdout on each "send" request, '
+        "making externally visible which messages have been acked and which have not.",
+    ),
     # kafka-dump-log.sh's name since Kafka 2.0, and the one kcli first gave it: one command, two names.
     *(
         Tool(
