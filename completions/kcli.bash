@@ -38,6 +38,7 @@ _kcli() {
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
             "/transactions") path="transactions" ;;
+            "/verifiable-consumer") path="verifiable-consumer" ;;
             "/verifiable-producer") path="verifiable-producer" ;;
             "/zookeeper") path="zookeeper" ;;
             "/zookeeper-shell") path="zookeeper-shell" ;;
@@ -58,7 +59,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions verifiable-consumer verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
         "broker/start")
@@ -430,6 +431,22 @@ _kcli() {
                 --duration-filter) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--duration-filter --help" -- "$cur")) ;;
+        "verifiable-consumer")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --group-protocol) COMPREPLY=(); return ;;
+                --group-remote-assignor) COMPREPLY=(); return ;;
+                --group-id) COMPREPLY=(); return ;;
+                --group-instance-id) COMPREPLY=(); return ;;
+                --max-messages) COMPREPLY=(); return ;;
+                --session-timeout) COMPREPLY=(); return ;;
+                --reset-policy) COMPREPLY=(); return ;;
+                --assignment-strategy) COMPREPLY=(); return ;;
+                --consumer.config) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --group-protocol --group-remote-assignor --group-id --group-instance-id --max-messages --session-timeout --verbose --enable-autocommit --reset-policy --assignment-strategy --consumer.config --help" -- "$cur")) ;;
         "verifiable-producer")
             case "$prev" in
                 --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;

@@ -43,6 +43,7 @@ complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool 
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
 complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
+complete -c kcli -n '__fish_use_subcommand' -a verifiable-consumer -d 'This tool consumes messages from a specific topic and emits consumer events (e.g'
 complete -c kcli -n '__fish_use_subcommand' -a verifiable-producer -d 'This tool produces increasing integers to the specified topic and prints JSON metadata to stdout on each "send" request, making externally visible which messages have been acked and which have not'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper-shell -d 'Run ZooKeeper\'s command-line client (zkCli) against HOST:PORT[/chroot]: one command (ls, get, stat, create, set, delete, deleteall, getAcl, sync, ...) and exit, or an interactive shell reading commands from stdin'
@@ -492,6 +493,23 @@ complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_s
 # transactions list
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l duration-filter -x -d 'Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l help -d 'Show this message and exit'
+
+# verifiable-consumer
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l bootstrap-server -x -d 'REQUIRED unless --broker-list(deprecated) is specified'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l topic -x -a '(__kcli_names topics)' -d 'Consumes messages from this topic'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-protocol -x -d 'Group protocol (must be one of CLASSIC, CONSUMER); kcli speaks CLASSIC'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-remote-assignor -x -d 'Group remote assignor; only used if the group protocol is CONSUMER'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-id -x -d 'The groupId shared among members of the consumer group'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-instance-id -x -d 'A unique identifier of the consumer instance'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l max-messages -x -d 'Consume this many messages'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l session-timeout -x -d 'Set the consumer\'s session timeout'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l verbose -d 'Enable to log individual consumed records'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l enable-autocommit -d 'Enable offset auto-commit on consumer'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l reset-policy -x -d 'Set reset policy (must be either \'earliest\', \'latest\', or \'none\''
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l assignment-strategy -x -d 'Set assignment strategy (e.g'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l consumer.config -x -d 'Consumer config properties file (config options shared with command line parameters will be overridden)'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l help -d 'Show this message and exit'
 
 # verifiable-producer
 complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l topic -x -a '(__kcli_names topics)' -d 'Produce messages to this topic'

@@ -51,6 +51,12 @@ TOOLS = (
         'This tool produces increasing integers to the specified topic and prints JSON metadata to stdout on each "send" request, '
         "making externally visible which messages have been acked and which have not.",
     ),
+    Tool(
+        "verifiable-consumer",
+        "verifiable_consumer",
+        "This tool consumes messages from a specific topic and emits consumer events (e.g. group rebalances, received messages, "
+        "and offsets committed) as JSON objects to STDOUT.",
+    ),
     # kafka-dump-log.sh's name since Kafka 2.0, and the one kcli first gave it: one command, two names.
     *(
         Tool(

@@ -146,6 +146,7 @@ INVOCATIONS: dict[str, tuple[list[str], str]] = {
     "features": (["features", "--bootstrap-server", "{server}", "--command-config", "{config}", "describe"], "request.timeout.ms"),
     "e2e-latency": (["e2e-latency", "{server}", "t", "1", "1", "1", "{config}"], "request.timeout.ms"),
     "verifiable-producer": (["verifiable-producer", "--bootstrap-server", "{server}", "--topic", "t", "--max-messages", "1", "--producer.config", "{config}"], "request.timeout.ms"),
+    "verifiable-consumer": (["verifiable-consumer", "--bootstrap-server", "{server}", "--topic", "t", "--group-id", "g", "--consumer.config", "{config}"], "request.timeout.ms"),
 }
 # stats and mirror (the source) have no client setting: a silent server is given Kafka's default
 # request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
