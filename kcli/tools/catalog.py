@@ -17,6 +17,9 @@ class Tool:
     module: str  # under kcli.tools; its ``register(app)`` adds the command
     summary: str
     hidden: bool = False
+    # Kafka's tool (its --version prints the Kafka version kcli's tools speak), or kcli's own
+    # command (its --version prints kcli's).
+    kafka: bool = True
 
 
 # In the order ``kcli --help`` lists them.
@@ -66,18 +69,19 @@ TOOLS = (
         )
         for name in ("dump-log", "dump-log-segments")
     ),
-    Tool("export", "export", "Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark."),
-    Tool("import", "import_", "Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark."),
-    Tool("mirror", "mirror", "Copy topics from one cluster to another as a Spark stream, with a checkpoint."),
-    Tool("stats", "stats", "Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark."),
+    Tool("export", "export", "Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark.", kafka=False),
+    Tool("import", "import_", "Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark.", kafka=False),
+    Tool("mirror", "mirror", "Copy topics from one cluster to another as a Spark stream, with a checkpoint.", kafka=False),
+    Tool("stats", "stats", "Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark.", kafka=False),
     Tool("complete-names", "complete_names", "", hidden=True),
     Tool("broker", "broker", "Run a Kafka-compatible broker."),
     Tool("zookeeper", "zookeeper", "Run a ZooKeeper server (Debian's zookeeper package) for a multi-broker cluster."),
-    Tool("cluster", "cluster", "Run a ZooKeeper and several brokers on this machine, and show a ZooKeeper-mode cluster's state."),
+    Tool("cluster", "cluster", "Run a ZooKeeper and several brokers on this machine, and show a ZooKeeper-mode cluster's state.", kafka=False),
     Tool(
         "consumer-offsets",
         "consumer_offsets",
         "Export, import and migrate consumer offsets between ZooKeeper storage (/consumers) and Kafka storage.",
+        kafka=False,
     ),
     Tool(
         "transactions",

@@ -52,11 +52,7 @@ def features(
 ) -> None:
     from kcli.errors import UsageError
 
-    if (bootstrap_server is None) == (bootstrap_controller is None):
-        if bootstrap_server is None:
-            raise UsageError("one of the arguments --bootstrap-server --bootstrap-controller is required")
-        raise UsageError("argument --bootstrap-controller: not allowed with argument --bootstrap-server")
-    ctx.obj = (bootstrap_server or bootstrap_controller, command_config, output)
+    ctx.obj = (bootstrap_server, bootstrap_controller, command_config, output)
     if ctx.invoked_subcommand is None:
         if not describe_flag:
             raise UsageError("a command is required: describe")
@@ -69,7 +65,13 @@ def describe(ctx: typer.Context) -> None:
 
 
 def _describe(ctx: typer.Context) -> None:
+    from kcli.errors import UsageError
+
+    bootstrap_server, bootstrap_controller, command_config, output = ctx.obj
+    if (bootstrap_server is None) == (bootstrap_controller is None):
+        if bootstrap_server is None:
+            raise UsageError("one of the arguments --bootstrap-server --bootstrap-controller is required")
+        raise UsageError("argument --bootstrap-controller: not allowed with argument --bootstrap-server")
     from kcli.tools.features_command import describe as run
 
-    servers, command_config, output = ctx.obj
-    run(servers, command_config, output)
+    run(bootstrap_server or bootstrap_controller, command_config, output)
