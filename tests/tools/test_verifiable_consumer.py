@@ -103,7 +103,9 @@ def test_sigterm_leaves_the_group_and_reports_shutdown(broker, topic):
                 consumed += line["count"]
                 assert json.loads(process.stdout.readline())["name"] == "offsets_committed"
         process.send_signal(signal.SIGTERM)
-        rest, stderr = process.communicate(timeout=60)
+        # Read through the pipe's buffered reader: communicate() would skip what readline() buffered.
+        rest, stderr = process.stdout.read(), process.stderr.read()
+        process.wait(60)
     finally:
         if process.poll() is None:
             process.kill()
