@@ -24,15 +24,22 @@ _kcli() {
             "/consumer-offset-checker") path="consumer-offset-checker" ;;
             "/consumer-offsets") path="consumer-offsets" ;;
             "/consumer-perf-test") path="consumer-perf-test" ;;
+            "/delete-records") path="delete-records" ;;
+            "/dump-log") path="dump-log" ;;
             "/dump-log-segments") path="dump-log-segments" ;;
+            "/e2e-latency") path="e2e-latency" ;;
             "/export") path="export" ;;
+            "/features") path="features" ;;
             "/get-offsets") path="get-offsets" ;;
             "/import") path="import" ;;
+            "/log-dirs") path="log-dirs" ;;
             "/mirror") path="mirror" ;;
             "/producer-perf-test") path="producer-perf-test" ;;
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
             "/transactions") path="transactions" ;;
+            "/verifiable-consumer") path="verifiable-consumer" ;;
+            "/verifiable-producer") path="verifiable-producer" ;;
             "/zookeeper") path="zookeeper" ;;
             "/zookeeper-shell") path="zookeeper-shell" ;;
             "broker/start") path="broker/start" ;;
@@ -41,6 +48,7 @@ _kcli() {
             "consumer-offsets/export") path="consumer-offsets/export" ;;
             "consumer-offsets/import") path="consumer-offsets/import" ;;
             "consumer-offsets/migrate") path="consumer-offsets/migrate" ;;
+            "features/describe") path="features/describe" ;;
             "transactions/abort") path="transactions/abort" ;;
             "transactions/describe") path="transactions/describe" ;;
             "transactions/describe-producers") path="transactions/describe-producers" ;;
@@ -51,25 +59,25 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test dump-log-segments export get-offsets import mirror producer-perf-test stats topics transactions zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions verifiable-consumer verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
-            COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "start --version --help" -- "$cur")) ;;
         "broker/start")
             case "$prev" in
                 --config|-c) COMPREPLY=(); return ;;
                 --override) COMPREPLY=(); return ;;
                 --log-level) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--config -c --override --log-level --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--config -c --override --log-level --version --help" -- "$cur")) ;;
         "broker-api-versions")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
                 --command-config) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --output --version --help" -- "$cur")) ;;
         "cluster")
-            COMPREPLY=($(compgen -W "start status --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "start status --version --help" -- "$cur")) ;;
         "cluster/start")
             case "$prev" in
                 --brokers) COMPREPLY=(); return ;;
@@ -78,13 +86,13 @@ _kcli() {
                 --dir) COMPREPLY=(); return ;;
                 --override) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--brokers --zookeeper-port --base-port --dir --override --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--brokers --zookeeper-port --base-port --dir --override --version --help" -- "$cur")) ;;
         "cluster/status")
             case "$prev" in
                 --zookeeper) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--zookeeper --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--zookeeper --output --version --help" -- "$cur")) ;;
         "configs")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -104,7 +112,7 @@ _kcli() {
                 --ip) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --version --help" -- "$cur")) ;;
         "console-consumer")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -126,7 +134,7 @@ _kcli() {
                 --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --topic --whitelist --include --partition --offset --consumer-property --consumer.config --formatter --property --formatter-config --from-beginning --max-messages --timeout-ms --skip-message-on-error --key-deserializer --value-deserializer --enable-systest-events --isolation-level --group --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --topic --whitelist --include --partition --offset --consumer-property --consumer.config --formatter --property --formatter-config --from-beginning --max-messages --timeout-ms --skip-message-on-error --key-deserializer --value-deserializer --enable-systest-events --isolation-level --group --output --version --help" -- "$cur")) ;;
         "console-producer")
             case "$prev" in
                 --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
@@ -151,7 +159,7 @@ _kcli() {
                 --producer.config) COMPREPLY=(); return ;;
                 --input) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --sync --compression-codec --batch-size --message-send-max-retries --retry-backoff-ms --timeout --request-required-acks --request-timeout-ms --metadata-expiry-ms --max-block-ms --max-memory-bytes --max-partition-memory-bytes --line-reader --socket-buffer-size --property --reader-config --producer-property --producer.config --input --keep-partitions --no-keep-partitions --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --sync --compression-codec --batch-size --message-send-max-retries --retry-backoff-ms --timeout --request-required-acks --request-timeout-ms --metadata-expiry-ms --max-block-ms --max-memory-bytes --max-partition-memory-bytes --line-reader --socket-buffer-size --property --reader-config --producer-property --producer.config --input --keep-partitions --no-keep-partitions --version --help" -- "$cur")) ;;
         "consumer-groups")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -169,7 +177,7 @@ _kcli() {
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
                 --zookeeper) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --version --help" -- "$cur")) ;;
         "consumer-offset-checker")
             case "$prev" in
                 --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
@@ -178,9 +186,9 @@ _kcli() {
                 --socket.timeout.ms) COMPREPLY=(); return ;;
                 --retry.backoff.ms) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--group --zookeeper --topic --socket.timeout.ms --retry.backoff.ms --broker-info --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--group --zookeeper --topic --socket.timeout.ms --retry.backoff.ms --broker-info --version --help" -- "$cur")) ;;
         "consumer-offsets")
-            COMPREPLY=($(compgen -W "export import migrate --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "export import migrate --version --help" -- "$cur")) ;;
         "consumer-offsets/export")
             case "$prev" in
                 --from) COMPREPLY=(); return ;;
@@ -192,7 +200,7 @@ _kcli() {
                 --format) COMPREPLY=(); return ;;
                 --timeout) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--from --zookeeper --zkconnect --bootstrap-server --command-config --group --all-groups --output-file --format --timeout --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--from --zookeeper --zkconnect --bootstrap-server --command-config --group --all-groups --output-file --format --timeout --version --help" -- "$cur")) ;;
         "consumer-offsets/import")
             case "$prev" in
                 --input-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -203,7 +211,7 @@ _kcli() {
                 --format) COMPREPLY=(); return ;;
                 --timeout) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--input-file --to --zookeeper --zkconnect --bootstrap-server --command-config --format --timeout --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--input-file --to --zookeeper --zkconnect --bootstrap-server --command-config --format --timeout --version --help" -- "$cur")) ;;
         "consumer-offsets/migrate")
             case "$prev" in
                 --to) COMPREPLY=(); return ;;
@@ -213,7 +221,7 @@ _kcli() {
                 --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
                 --timeout) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--to --zookeeper --zkconnect --bootstrap-server --command-config --group --all-groups --dry-run --execute --verify --force --allow-rewind --timeout --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--to --zookeeper --zkconnect --bootstrap-server --command-config --group --all-groups --dry-run --execute --verify --force --allow-rewind --timeout --version --help" -- "$cur")) ;;
         "consumer-perf-test")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -232,7 +240,25 @@ _kcli() {
                 --date-format) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --include --group --fetch-size --from-latest --socket-buffer-size --threads --num-fetch-threads --consumer.config --print-metrics --show-detailed-stats --timeout --messages --reporting-interval --date-format --hide-header --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --include --group --fetch-size --from-latest --socket-buffer-size --threads --num-fetch-threads --consumer.config --print-metrics --show-detailed-stats --timeout --messages --reporting-interval --date-format --hide-header --output --version --help" -- "$cur")) ;;
+        "delete-records")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --offset-json-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --offset-json-file --command-config --output --version --help" -- "$cur")) ;;
+        "dump-log")
+            case "$prev" in
+                --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --max-message-size) COMPREPLY=(); return ;;
+                --max-bytes) COMPREPLY=(); return ;;
+                --key-decoder-class) COMPREPLY=(); return ;;
+                --value-decoder-class) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --version --help" -- "$cur")) ;;
         "dump-log-segments")
             case "$prev" in
                 --files) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -242,7 +268,9 @@ _kcli() {
                 --value-decoder-class) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--files --print-data-log --deep-iteration --verify-index-only --index-sanity-check --max-message-size --max-bytes --key-decoder-class --value-decoder-class --offsets-decoder --transaction-log-decoder --cluster-metadata-decoder --remote-log-metadata-decoder --skip-record-metadata --output --version --help" -- "$cur")) ;;
+        "e2e-latency")
+            COMPREPLY=($(compgen -W "--version --help" -- "$cur")) ;;
         "export")
             case "$prev" in
                 --output-dir) COMPREPLY=(); return ;;
@@ -261,7 +289,17 @@ _kcli() {
                 --master) COMPREPLY=(); return ;;
                 --conf) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--output-dir --bootstrap-server --log-dir --topic --topic-pattern --format --starting-offsets --ending-offsets --starting-timestamp --ending-timestamp --mode --files --option --master --conf --verbose --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--output-dir --bootstrap-server --log-dir --topic --topic-pattern --format --starting-offsets --ending-offsets --starting-timestamp --ending-timestamp --mode --files --option --master --conf --verbose --version --help" -- "$cur")) ;;
+        "features")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --bootstrap-controller) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "describe --bootstrap-server --bootstrap-controller --command-config --describe --output --version --help" -- "$cur")) ;;
+        "features/describe")
+            COMPREPLY=($(compgen -W "--version --help" -- "$cur")) ;;
         "get-offsets")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -273,7 +311,7 @@ _kcli() {
                 --command-config) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --version --help" -- "$cur")) ;;
         "import")
             case "$prev" in
                 --input) COMPREPLY=(); return ;;
@@ -284,7 +322,16 @@ _kcli() {
                 --master) COMPREPLY=(); return ;;
                 --conf) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--input --bootstrap-server --topic --format --keep-partitions --no-keep-partitions --keep-timestamps --no-keep-timestamps --producer-property --master --conf --verbose --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--input --bootstrap-server --topic --format --keep-partitions --no-keep-partitions --keep-timestamps --no-keep-timestamps --producer-property --master --conf --verbose --version --help" -- "$cur")) ;;
+        "log-dirs")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --topic-list) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --describe --topic-list --broker-list --output --version --help" -- "$cur")) ;;
         "mirror")
             case "$prev" in
                 --source-bootstrap-server) COMPREPLY=(); return ;;
@@ -300,7 +347,7 @@ _kcli() {
                 --master) COMPREPLY=(); return ;;
                 --conf) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--source-bootstrap-server --target-bootstrap-server --topic --topic-pattern --checkpoint --once --interval --starting-offsets --max-offsets-per-trigger --topic-prefix --keep-partitions --no-keep-partitions --producer-property --master --conf --verbose --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--source-bootstrap-server --target-bootstrap-server --topic --topic-pattern --checkpoint --once --interval --starting-offsets --max-offsets-per-trigger --topic-prefix --keep-partitions --no-keep-partitions --producer-property --master --conf --verbose --version --help" -- "$cur")) ;;
         "producer-perf-test")
             case "$prev" in
                 --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
@@ -314,7 +361,7 @@ _kcli() {
                 --transactional-id) COMPREPLY=(); return ;;
                 --transaction-duration-ms) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--topic --num-records --record-size --payload-file --payload-monotonic --payload-delimiter --throughput --producer-props --producer.config --print-metrics --transactional-id --transaction-duration-ms --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--topic --num-records --record-size --payload-file --payload-monotonic --payload-delimiter --throughput --producer-props --producer.config --print-metrics --transactional-id --transaction-duration-ms --version --help" -- "$cur")) ;;
         "stats")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -325,7 +372,7 @@ _kcli() {
                 --master) COMPREPLY=(); return ;;
                 --conf) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --log-dir --topic --topic-pattern --output --master --conf --verbose --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --log-dir --topic --topic-pattern --output --master --conf --verbose --version --help" -- "$cur")) ;;
         "topics")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -341,14 +388,14 @@ _kcli() {
                 --partition-size-limit-per-response) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --version --help" -- "$cur")) ;;
         "transactions")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
                 --command-config) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "abort describe describe-producers find-hanging list --bootstrap-server --command-config --output --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "abort describe describe-producers find-hanging list --bootstrap-server --command-config --output --version --help" -- "$cur")) ;;
         "transactions/abort")
             case "$prev" in
                 --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
@@ -358,19 +405,19 @@ _kcli() {
                 --producer-epoch) COMPREPLY=(); return ;;
                 --coordinator-epoch) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--topic --partition --start-offset --producer-id --producer-epoch --coordinator-epoch --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--topic --partition --start-offset --producer-id --producer-epoch --coordinator-epoch --version --help" -- "$cur")) ;;
         "transactions/describe")
             case "$prev" in
                 --transactional-id) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--transactional-id --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--transactional-id --version --help" -- "$cur")) ;;
         "transactions/describe-producers")
             case "$prev" in
                 --broker-id) COMPREPLY=(); return ;;
                 --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
                 --partition) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--broker-id --topic --partition --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--broker-id --topic --partition --version --help" -- "$cur")) ;;
         "transactions/find-hanging")
             case "$prev" in
                 --broker-id) COMPREPLY=(); return ;;
@@ -378,18 +425,48 @@ _kcli() {
                 --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
                 --partition) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--broker-id --max-transaction-timeout --topic --partition --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--broker-id --max-transaction-timeout --topic --partition --version --help" -- "$cur")) ;;
         "transactions/list")
             case "$prev" in
                 --duration-filter) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--duration-filter --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--duration-filter --version --help" -- "$cur")) ;;
+        "verifiable-consumer")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --group-protocol) COMPREPLY=(); return ;;
+                --group-remote-assignor) COMPREPLY=(); return ;;
+                --group-id) COMPREPLY=(); return ;;
+                --group-instance-id) COMPREPLY=(); return ;;
+                --max-messages) COMPREPLY=(); return ;;
+                --session-timeout) COMPREPLY=(); return ;;
+                --reset-policy) COMPREPLY=(); return ;;
+                --assignment-strategy) COMPREPLY=(); return ;;
+                --consumer.config) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic --group-protocol --group-remote-assignor --group-id --group-instance-id --max-messages --session-timeout --verbose --enable-autocommit --reset-policy --assignment-strategy --consumer.config --version --help" -- "$cur")) ;;
+        "verifiable-producer")
+            case "$prev" in
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --broker-list) COMPREPLY=(); return ;;
+                --max-messages) COMPREPLY=(); return ;;
+                --throughput) COMPREPLY=(); return ;;
+                --acks) COMPREPLY=(); return ;;
+                --producer.config) COMPREPLY=(); return ;;
+                --message-create-time) COMPREPLY=(); return ;;
+                --value-prefix) COMPREPLY=(); return ;;
+                --repeating-keys) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--topic --bootstrap-server --broker-list --max-messages --throughput --acks --producer.config --message-create-time --value-prefix --repeating-keys --version --help" -- "$cur")) ;;
         "zookeeper")
-            COMPREPLY=($(compgen -W "start --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "start --version --help" -- "$cur")) ;;
         "zookeeper/start")
-            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--version --help" -- "$cur")) ;;
         "zookeeper-shell")
-            COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--version --help" -- "$cur")) ;;
     esac
 }
 complete -o default -F _kcli kcli

@@ -29,15 +29,22 @@ complete -c kcli -n '__fish_use_subcommand' -a consumer-groups -d 'This tool hel
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offset-checker -d 'Check the offset of your consumers (old, ZooKeeper-based consumer groups)'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-offsets -d 'Export, import and migrate consumer offsets between ZooKeeper storage (/consumers) and Kafka storage'
 complete -c kcli -n '__fish_use_subcommand' -a consumer-perf-test -d 'This tool is used to verify the consumer performance'
+complete -c kcli -n '__fish_use_subcommand' -a delete-records -d 'This tool helps to delete records of the given partitions down to the specified offset'
+complete -c kcli -n '__fish_use_subcommand' -a dump-log -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
 complete -c kcli -n '__fish_use_subcommand' -a dump-log-segments -d 'This tool helps to parse a log file and dump its contents to the console, useful for debugging a seemingly corrupt log segment'
+complete -c kcli -n '__fish_use_subcommand' -a e2e-latency -d 'This tool records the average end to end latency for a single message to travel through Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a export -d 'Export a topic (or a Kafka log dir) to Parquet, JSON lines or CSV files with Spark'
+complete -c kcli -n '__fish_use_subcommand' -a features -d 'This tool manages feature flags in Kafka'
 complete -c kcli -n '__fish_use_subcommand' -a get-offsets -d 'An interactive shell for getting topic-partition offsets'
 complete -c kcli -n '__fish_use_subcommand' -a import -d 'Import files written by kcli export (Parquet, JSON lines, CSV) into a topic with Spark'
+complete -c kcli -n '__fish_use_subcommand' -a log-dirs -d 'This tool helps to query log directory usage on the specified brokers'
 complete -c kcli -n '__fish_use_subcommand' -a mirror -d 'Copy topics from one cluster to another as a Spark stream, with a checkpoint'
 complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool is used to verify the producer performance'
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
 complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
+complete -c kcli -n '__fish_use_subcommand' -a verifiable-consumer -d 'This tool consumes messages from a specific topic and emits consumer events (e.g'
+complete -c kcli -n '__fish_use_subcommand' -a verifiable-producer -d 'This tool produces increasing integers to the specified topic and prints JSON metadata to stdout on each "send" request, making externally visible which messages have been acked and which have not'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper server (Debian\'s zookeeper package) for a multi-broker cluster'
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper-shell -d 'Run ZooKeeper\'s command-line client (zkCli) against HOST:PORT[/chroot]: one command (ls, get, stat, create, set, delete, deleteall, getAcl, sync, ...) and exit, or an interactive shell reading commands from stdin'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
@@ -45,23 +52,27 @@ complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and ex
 
 # broker
 complete -c kcli -n '__fish_seen_subcommand_from broker' -a start -d 'Start a broker in the foreground: metadata embedded, or in ZooKeeper with zookeeper.connect'
+complete -c kcli -n '__fish_seen_subcommand_from broker' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from broker' -l help -d 'Show this message and exit'
 
 # broker start
 complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l config -s c -x -d 'Kafka broker properties file (same as the argument)'
 complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l override -x -d 'Optional property that should override values set in server.properties file (key=value, repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l log-level -x -d 'Log level on stderr: DEBUG, INFO, WARN or ERROR'
+complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
 
 # broker-api-versions
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per broker'
+complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l help -d 'Show this message and exit'
 
 # cluster
 complete -c kcli -n '__fish_seen_subcommand_from cluster' -a start -d 'Start ZooKeeper and N brokers on 127.0.0.1 in the foreground, as the quickstart\'s server-N.properties (broker N on port BASE+N, log.dirs DIR/kafka-logsN, ZooKeeper\'s dataDir DIR/zookeeper); Ctrl-C or SIGTERM stops the brokers, then ZooKeeper'
 complete -c kcli -n '__fish_seen_subcommand_from cluster' -a status -d 'List the registered brokers, the controller and the offline partitions (leader -1 or not a live broker), as ZooKeeper holds them'
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from cluster' -l help -d 'Show this message and exit'
 
 # cluster start
@@ -70,11 +81,13 @@ complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcom
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l base-port -x -d 'Broker N listens on BASE+N'
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l dir -x -d 'Where the log dirs, ZooKeeper\'s data and the cluster\'s config and log files go'
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l override -x -d 'A broker property for every broker (key=value, repeatable), e.g'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
 
 # cluster status
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l zookeeper -x -d 'The cluster\'s ZooKeeper, HOST:PORT[/chroot]'
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l output -x -a 'plain json' -d 'plain: lines; json: one JSON object'
+complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from status' -l help -d 'Show this message and exit'
 
 # configs
@@ -103,6 +116,7 @@ complete -c kcli -n '__fish_seen_subcommand_from configs' -l broker-logger -x -d
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l ip -x -d 'An IP address: not supported'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l ip-defaults -d 'IP defaults: not supported'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per entity (--describe)'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l help -d 'Show this message and exit'
 
 # console-consumer
@@ -127,6 +141,7 @@ complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l enable-sys
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l isolation-level -x -d 'Set to read_committed in order to filter out transactional messages which are not committed'
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l group -x -a '(__kcli_names groups)' -d 'The consumer group id of the consumer'
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l output -x -a 'plain json' -d 'plain: the formatter\'s output, as Kafka prints it; json: one JSON object per record (the shape console-producer --input json reads)'
+complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from console-consumer' -l help -d 'Show this message and exit'
 
 # console-producer
@@ -153,6 +168,7 @@ complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l producer-p
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l producer.config -x -d 'Producer config properties file'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l input -x -a 'plain json' -d 'plain: lines as Kafka\'s LineMessageReader reads them; json: one record per line in the shape console-consumer --output json writes'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l keep-partitions -l no-keep-partitions -d 'With --input json: send each record to the partition it names (an error when the topic lacks it), or let the partitioner choose (by key) as for plain input'
+complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from console-producer' -l help -d 'Show this message and exit'
 
 # consumer-groups
@@ -186,6 +202,7 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l by-duration
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l from-file -r -F -d 'Reset offsets to values defined in CSV file'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -a 'plain json' -d 'plain: Kafka\'s text; json: one JSON object per group (or partition), shapes in the module\'s documentation'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l zookeeper -x -d 'Old (ZooKeeper-based) consumer groups, as Kafka 1.1\'s tool showed them: --list, or --describe --group G'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'
 
 # consumer-offset-checker
@@ -195,12 +212,14 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l top
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l socket.timeout.ms -x -d 'Socket timeout to use when querying for offsets'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l retry.backoff.ms -x -d 'Retry back-off to use for failed offset queries'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l broker-info -d 'Print broker info'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offset-checker' -l help -d 'Show this message and exit'
 
 # consumer-offsets
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a export -d 'Write the stored offsets of groups (every group without --group) to a file or stdout'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a import -d 'Store the offsets a file holds, each group as one batch; a file with a malformed line imports nothing'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -a migrate -d 'Copy groups\' offsets to the other store (a dry run without --execute), clamped to the logs\' ranges, never backwards unless --allow-rewind, each group as one batch; --verify compares both stores instead'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets' -l help -d 'Show this message and exit'
 
 # consumer-offsets export
@@ -213,6 +232,7 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_se
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l output-file -r -F -d 'The file to write (stdout without it, or with -)'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l format -x -d 'zk: ExportZkOffsets\' /consumers/G/offsets/T/P:OFFSET lines; csv: group,topic,partition,offset; json: one object a line'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l timeout -x -d 'Milliseconds to wait for ZooKeeper and the brokers'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from export' -l help -d 'Show this message and exit'
 
 # consumer-offsets import
@@ -223,6 +243,7 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_se
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l format -x -d 'zk: ExportZkOffsets\' /consumers/G/offsets/T/P:OFFSET lines; csv: group,topic,partition,offset; json: one object a line'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l timeout -x -d 'Milliseconds to wait for ZooKeeper and the brokers'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from import' -l help -d 'Show this message and exit'
 
 # consumer-offsets migrate
@@ -238,6 +259,7 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_se
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l force -d 'Migrate groups that still have live members'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l allow-rewind -d 'Let an offset move backwards in the target store'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l timeout -x -d 'Milliseconds to wait for ZooKeeper and the brokers'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-offsets; and __fish_seen_subcommand_from migrate' -l help -d 'Show this message and exit'
 
 # consumer-perf-test
@@ -260,7 +282,35 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l reportin
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l date-format -x -d 'The date format to use for formatting the time field'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l hide-header -d 'If set, skips printing the header for the stats'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per report, the result and the metrics'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-perf-test' -l help -d 'Show this message and exit'
+
+# delete-records
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l offset-json-file -r -F -d 'REQUIRED: The JSON file with offset per partition'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per partition'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from delete-records' -l help -d 'Show this message and exit'
+
+# dump-log
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l files -r -F -d 'REQUIRED: The comma separated list of data and index log files to be dumped'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l print-data-log -d 'If set, printing the messages content when dumping data logs'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l deep-iteration -d 'If set, uses deep instead of shallow iteration'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l verify-index-only -d 'If set, just verify the index log without printing its content'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l index-sanity-check -d 'If set, just checks the index sanity without printing its content'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l max-message-size -x -d 'Size of largest message'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l max-bytes -x -d 'Limit the amount of total batches read in bytes avoiding reading the whole .log file(s)'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l key-decoder-class -x -d 'If set, used to deserialize the keys'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l value-decoder-class -x -d 'If set, used to deserialize the messages'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l offsets-decoder -d 'If set, log data will be parsed as offset data from the __consumer_offsets topic'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l transaction-log-decoder -d 'If set, log data will be parsed as transaction metadata from the __transaction_state topic'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l cluster-metadata-decoder -d 'If set, log data will be parsed as cluster metadata records'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l remote-log-metadata-decoder -d 'If set, log data will be parsed as TopicBasedRemoteLogMetadataManager (RLMM) metadata records'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l skip-record-metadata -d 'Whether to skip printing metadata for each record'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per file, batch, record and index entry'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log' -l help -d 'Show this message and exit'
 
 # dump-log-segments
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l files -r -F -d 'REQUIRED: The comma separated list of data and index log files to be dumped'
@@ -278,7 +328,12 @@ complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l cluster-m
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l remote-log-metadata-decoder -d 'If set, log data will be parsed as TopicBasedRemoteLogMetadataManager (RLMM) metadata records'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l skip-record-metadata -d 'Whether to skip printing metadata for each record'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per file, batch, record and index entry'
+complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from dump-log-segments' -l help -d 'Show this message and exit'
+
+# e2e-latency
+complete -c kcli -n '__fish_seen_subcommand_from e2e-latency' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from e2e-latency' -l help -d 'Show this message and exit'
 
 # export
 complete -c kcli -n '__fish_seen_subcommand_from export' -l output-dir -x -d 'REQUIRED: the directory to write the files to'
@@ -297,7 +352,22 @@ complete -c kcli -n '__fish_seen_subcommand_from export' -l option -x -d 'Anothe
 complete -c kcli -n '__fish_seen_subcommand_from export' -l master -x -d 'Spark master URL (default local[*])'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l conf -x -d 'A Spark setting, key=value (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l verbose -d 'Show Spark\'s own logs'
+complete -c kcli -n '__fish_seen_subcommand_from export' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from export' -l help -d 'Show this message and exit'
+
+# features
+complete -c kcli -n '__fish_seen_subcommand_from features' -a describe -d 'Describes the current active feature flags'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l bootstrap-server -x -d 'A comma-separated list of host:port pairs to use for establishing the connection to the Kafka cluster'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l bootstrap-controller -x -d 'A comma-separated list of host:port pairs to use for establishing the connection to the KRaft quorum'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l command-config -x -d 'Property file containing configs to be passed to Admin Client'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l describe -d 'Describe supported and finalized features (Kafka 2.8-3.x\'s spelling of the describe command)'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per feature'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from features' -l help -d 'Show this message and exit'
+
+# features describe
+complete -c kcli -n '__fish_seen_subcommand_from features; and __fish_seen_subcommand_from describe' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from features; and __fish_seen_subcommand_from describe' -l help -d 'Show this message and exit'
 
 # get-offsets
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
@@ -309,6 +379,7 @@ complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l time -x -d '<ti
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l exclude-internal-topics -d 'Leave out internal topics (included by default)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l output -x -a 'plain json' -d 'plain: Kafka\'s topic:partition:offset lines; json: one JSON object per partition'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l help -d 'Show this message and exit'
 
 # import
@@ -322,7 +393,18 @@ complete -c kcli -n '__fish_seen_subcommand_from import' -l producer-property -x
 complete -c kcli -n '__fish_seen_subcommand_from import' -l master -x -d 'Spark master URL (default local[*])'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l conf -x -d 'A Spark setting, key=value (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l verbose -d 'Show Spark\'s own logs'
+complete -c kcli -n '__fish_seen_subcommand_from import' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from import' -l help -d 'Show this message and exit'
+
+# log-dirs
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l describe -d 'Describe the specified log directories on the specified brokers'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l topic-list -x -d 'The list of topics to be queried in the form "topic1,topic2,topic3"'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l broker-list -x -d 'The list of brokers to be queried in the form "0,1,2"'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per log dir'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l help -d 'Show this message and exit'
 
 # mirror
 complete -c kcli -n '__fish_seen_subcommand_from mirror' -l source-bootstrap-server -x -d 'REQUIRED: the cluster to copy from, HOST1:PORT1,'
@@ -340,6 +422,7 @@ complete -c kcli -n '__fish_seen_subcommand_from mirror' -l producer-property -x
 complete -c kcli -n '__fish_seen_subcommand_from mirror' -l master -x -d 'Spark master URL (default local[*])'
 complete -c kcli -n '__fish_seen_subcommand_from mirror' -l conf -x -d 'A Spark setting, key=value (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from mirror' -l verbose -d 'Show Spark\'s own logs'
+complete -c kcli -n '__fish_seen_subcommand_from mirror' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from mirror' -l help -d 'Show this message and exit'
 
 # producer-perf-test
@@ -355,6 +438,7 @@ complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l producer
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l print-metrics -d 'print out metrics at the end of the test'
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l transactional-id -x -d 'The transactionalId to use if transaction-duration-ms is > 0'
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l transaction-duration-ms -x -d 'The max age of each transaction'
+complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l help -d 'Show this message and exit'
 
 # stats
@@ -366,6 +450,7 @@ complete -c kcli -n '__fish_seen_subcommand_from stats' -l output -x -a 'plain j
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l master -x -d 'Spark master URL (default local[*])'
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l conf -x -d 'A Spark setting, key=value (repeatable)'
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l verbose -d 'Show Spark\'s own logs'
+complete -c kcli -n '__fish_seen_subcommand_from stats' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l help -d 'Show this message and exit'
 
 # topics
@@ -395,6 +480,7 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l disable-rack-aware -d 'With --zookeeper --create, place replicas without the brokers\' racks (ignored with --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
 
 # transactions
@@ -406,6 +492,7 @@ complete -c kcli -n '__fish_seen_subcommand_from transactions' -a list -d 'list 
 complete -c kcli -n '__fish_seen_subcommand_from transactions' -l bootstrap-server -x -d 'hostname and port for the broker to connect to, in the form `host:port` (multiple comma-separated entries can be given)'
 complete -c kcli -n '__fish_seen_subcommand_from transactions' -l command-config -x -d 'property file containing configs to be passed to admin client'
 complete -c kcli -n '__fish_seen_subcommand_from transactions' -l output -x -a 'plain json' -d 'plain: Kafka\'s tab-separated table; json: one JSON object per row'
+complete -c kcli -n '__fish_seen_subcommand_from transactions' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from transactions' -l help -d 'Show this message and exit'
 
 # transactions abort
@@ -415,16 +502,19 @@ complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_s
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l producer-id -x -d 'producer id (brokers on versions older than 3.0)'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l producer-epoch -x -d 'producer epoch (brokers on versions older than 3.0)'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l coordinator-epoch -x -d 'coordinator epoch (brokers on versions older than 3.0)'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from abort' -l help -d 'Show this message and exit'
 
 # transactions describe
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe' -l transactional-id -x -d 'transactional id'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe' -l help -d 'Show this message and exit'
 
 # transactions describe-producers
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l broker-id -x -d 'optional broker id to describe the producer state on a specific replica'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l topic -x -a '(__kcli_names topics)' -d 'topic name'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l partition -x -d 'partition number'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from describe-producers' -l help -d 'Show this message and exit'
 
 # transactions find-hanging
@@ -432,18 +522,55 @@ complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_s
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l max-transaction-timeout -x -d 'maximum transaction timeout in minutes to limit the scope of the search'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l topic -x -a '(__kcli_names topics)' -d 'topic name to limit search to'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l partition -x -d 'partition number'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from find-hanging' -l help -d 'Show this message and exit'
 
 # transactions list
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l duration-filter -x -d 'Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned'
+complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from transactions; and __fish_seen_subcommand_from list' -l help -d 'Show this message and exit'
+
+# verifiable-consumer
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l bootstrap-server -x -d 'REQUIRED unless --broker-list(deprecated) is specified'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l topic -x -a '(__kcli_names topics)' -d 'Consumes messages from this topic'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-protocol -x -d 'Group protocol (must be one of CLASSIC, CONSUMER); kcli speaks CLASSIC'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-remote-assignor -x -d 'Group remote assignor; only used if the group protocol is CONSUMER'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-id -x -d 'The groupId shared among members of the consumer group'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l group-instance-id -x -d 'A unique identifier of the consumer instance'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l max-messages -x -d 'Consume this many messages'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l session-timeout -x -d 'Set the consumer\'s session timeout'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l verbose -d 'Enable to log individual consumed records'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l enable-autocommit -d 'Enable offset auto-commit on consumer'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l reset-policy -x -d 'Set reset policy (must be either \'earliest\', \'latest\', or \'none\''
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l assignment-strategy -x -d 'Set assignment strategy (e.g'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l consumer.config -x -d 'Consumer config properties file (config options shared with command line parameters will be overridden)'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-consumer' -l help -d 'Show this message and exit'
+
+# verifiable-producer
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l topic -x -a '(__kcli_names topics)' -d 'Produce messages to this topic'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l bootstrap-server -x -d 'REQUIRED: The server(s) to connect to'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l broker-list -x -d 'DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l max-messages -x -d 'Produce this many messages'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l throughput -x -d 'If set >= 0, throttle maximum message throughput to *approximately* THROUGHPUT messages/sec'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l acks -x -d 'Acks required on each produced message'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l producer.config -x -d 'Producer config properties file'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l message-create-time -x -d 'Send messages with creation time starting at the arguments value, in milliseconds since epoch'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l value-prefix -x -d 'If specified, each produced value will have this prefix with a dot separator'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l repeating-keys -x -d 'If specified, each produced record will have a key starting at 0 increment by 1 up to the number specified (exclusive), then the key is set to 0 again'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from verifiable-producer' -l help -d 'Show this message and exit'
 
 # zookeeper
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -a start -d 'Start ZooKeeper in the foreground with a zookeeper.properties file (default: Kafka\'s config/zookeeper.properties: dataDir=/tmp/zookeeper, clientPort=2181)'
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper' -l help -d 'Show this message and exit'
 
 # zookeeper start
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper; and __fish_seen_subcommand_from start' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper; and __fish_seen_subcommand_from start' -l help -d 'Show this message and exit'
 
 # zookeeper-shell
+complete -c kcli -n '__fish_seen_subcommand_from zookeeper-shell' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from zookeeper-shell' -l help -d 'Show this message and exit'

@@ -18,7 +18,7 @@ import typer
 import typer.core
 import typer.main
 
-from kcli import __version__
+from kcli import KAFKA_VERSION, __version__
 from kcli.tools.catalog import TOOLS_BY_NAME, Tool
 
 
@@ -28,11 +28,30 @@ RICH_MARKUP_MODE = None
 
 
 def _load(tool: Tool) -> click.Command:
-    """The tool's command, as its module registers it."""
+    """The tool's command, as its module registers it, with ``--version``."""
     # A mistyped subcommand (``kcli cluster statu``) is reported once, by click, with its suggestions.
     holder = typer.Typer(suggest_commands=False, rich_markup_mode=RICH_MARKUP_MODE)
     importlib.import_module(f"kcli.tools.{tool.module}").register(holder)
-    return typer.main.get_group(holder).commands[tool.name]
+    command = typer.main.get_group(holder).commands[tool.name]
+    _add_version_option(command, KAFKA_VERSION if tool.kafka else __version__)
+    return command
+
+
+def _add_version_option(command: click.Command, version: str) -> None:
+    """``--version`` on a tool and each of its subcommands (``kcli broker start --version``, as
+    kafka-server-start.sh takes it): the version printed on stdout, exit 0, before any other check."""
+
+    def show(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if value and not ctx.resilient_parsing:
+            click.echo(version)
+            ctx.exit(0)
+
+    if not any("--version" in getattr(param, "opts", ()) for param in command.params):
+        help_text = "Print the Kafka version this tool speaks and exit." if version == KAFKA_VERSION else "Print kcli's version and exit."
+        command.params.append(click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, callback=show, help=help_text))
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _add_version_option(sub, version)
 
 
 class _ToolCommands(Mapping[str, click.Command]):

@@ -166,6 +166,48 @@ class ErrorCode(enum.IntEnum):
             return cls.UNKNOWN_SERVER_ERROR
 
 
+# The exception class Kafka's Java clients raise for an error code (Errors.java): the code's name in
+# camel case plus "Exception", in org.apache.kafka.common.errors, except for these.
+_JAVA_EXCEPTION_NAMES = {
+    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerException",
+    ErrorCode.CORRUPT_MESSAGE: "CorruptRecordException",
+    ErrorCode.REQUEST_TIMED_OUT: "TimeoutException",
+    ErrorCode.MESSAGE_TOO_LARGE: "RecordTooLargeException",
+    ErrorCode.STALE_CONTROLLER_EPOCH: "ControllerMovedException",
+    ErrorCode.OFFSET_METADATA_TOO_LARGE: "OffsetMetadataTooLarge",
+    ErrorCode.NETWORK_EXCEPTION: "NetworkException",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "InvalidTopicException",
+    ErrorCode.RECORD_LIST_TOO_LARGE: "RecordBatchTooLargeException",
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "TopicAuthorizationException",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "GroupAuthorizationException",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "ClusterAuthorizationException",
+    ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException",
+    ErrorCode.INVALID_CONFIG: "InvalidConfigurationException",
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: "OutOfOrderSequenceException",
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: "DuplicateSequenceException",
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: "InvalidPidMappingException",
+    ErrorCode.INVALID_TRANSACTION_TIMEOUT: "InvalidTxnTimeoutException",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "TransactionalIdAuthorizationException",
+    ErrorCode.KAFKA_STORAGE_ERROR: "KafkaStorageException",
+    ErrorCode.SASL_AUTHENTICATION_FAILED: "SaslAuthenticationException",
+    ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED: "DelegationTokenDisabledException",
+    ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: "UnsupportedByAuthenticationException",
+    ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED: "DelegationTokenAuthorizationException",
+    ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
+    ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE: "PrincipalDeserializationException",
+    ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR: "FetchSessionTopicIdException",
+}
+
+
+def java_exception(code: ErrorCode) -> str:
+    """The fully qualified name of the Java exception Kafka's clients raise for ``code``
+    (``org.apache.kafka.common.errors.KafkaStorageException`` for KAFKA_STORAGE_ERROR)."""
+    if code == ErrorCode.INVALID_RECORD:
+        return "org.apache.kafka.common.InvalidRecordException"
+    name = _JAVA_EXCEPTION_NAMES.get(code) or "".join(part.capitalize() for part in code.name.split("_")) + "Exception"
+    return f"org.apache.kafka.common.errors.{name}"
+
+
 # kcli's exit statuses, the README's contract: 0 ok, 1 error, 2 usage (click's usage errors exit
 # 2 too); 130 after SIGINT and 143 after SIGTERM, as the JVM exits on those signals.
 EXIT_OK = 0
@@ -188,6 +230,11 @@ class KafkaError(KcliError):
     def __init__(self, error_code: ErrorCode, message: str | None = None) -> None:
         super().__init__(message if message is not None else error_code.message)
         self.error_code = error_code
+
+    @property
+    def java_class(self) -> str:
+        """The Java exception Kafka's clients raise for this error (what Kafka's tools print)."""
+        return java_exception(self.error_code)
 
 
 class KafkaStorageError(KcliError):

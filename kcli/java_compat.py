@@ -119,6 +119,42 @@ def scala_hash_map_order(keys: Iterable[K], hash_of: Callable[[K], int] = string
     return scala_hash_table_order(improved, length)
 
 
+# -- random numbers ----------------------------------------------------------------------------------
+
+
+class JavaRandom:
+    """``java.util.Random``: the 48-bit linear congruential generator, so a tool seeded as Kafka's
+    is (``new Random(0)``) makes the same values."""
+
+    _MULTIPLIER = 0x5DEECE66D
+    _MASK = (1 << 48) - 1
+
+    def __init__(self, seed: int) -> None:
+        self._seed = (seed ^ self._MULTIPLIER) & self._MASK
+
+    def _next(self, bits: int) -> int:
+        self._seed = (self._seed * self._MULTIPLIER + 0xB) & self._MASK
+        return signed32(self._seed >> (48 - bits))
+
+    def next_int(self, bound: int | None = None) -> int:
+        """``nextInt()``, or ``nextInt(bound)``: uniform in [0, bound), rejecting the values that
+        would favour the low ones."""
+        if bound is None:
+            return self._next(32)
+        if bound <= 0:
+            raise ValueError("bound must be positive")
+        r = self._next(31)
+        m = bound - 1
+        if bound & m == 0:
+            return signed32((bound * r) >> 31)
+        u = r
+        r = u % bound
+        while signed32(u - r + m) < 0:
+            u = self._next(31)
+            r = u % bound
+        return r
+
+
 # -- text --------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Admin calls for the tools: topics, partitions, configs, offsets, records, the cluster, API versions.
+"""Admin calls for the tools: topics, partitions, configs, offsets, records, log dirs, the cluster,
+API versions, features.
 
 ``Admin`` wraps a ``NetworkClient`` and sends each call where Kafka's admin client sends it: topic
 creation, deletion and partition growth to the controller; configs of one broker to that broker
@@ -24,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from kcli.client.connection import CLIENT_MAX_VERSIONS, error_code
+from kcli.client.connection import CLIENT_MAX_VERSIONS, FeatureMetadata, error_code
 from kcli.client.metadata import Node, TopicInfo
 from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
@@ -41,6 +42,7 @@ DELETE_TOPICS = 20
 DELETE_RECORDS = 21
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
+DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
 DESCRIBE_CLUSTER = 60
@@ -198,6 +200,26 @@ class ListedOffset:
 class DeletedRecords:
     low_watermark: int = -1
     error: KafkaError | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaInfo:
+    """One partition's replica in a log dir (Kafka's ReplicaInfo)."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir of a broker, as DescribeLogDirs answers it; ``error`` is the dir's own
+    (KAFKA_STORAGE_ERROR for an offline dir). The byte counts are -1 from brokers before v4."""
+
+    error: ErrorCode | None
+    replicas: dict[TopicPartition, ReplicaInfo]
+    total_bytes: int = -1
+    usable_bytes: int = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -516,6 +538,41 @@ class Admin:
 
         return await self._by_leader(list(offsets), send, lambda error: DeletedRecords(error=error))
 
+    # -- log dirs ------------------------------------------------------------------------------------
+
+    async def describe_log_dirs(self, brokers: Iterable[int]) -> dict[int, dict[str, LogDirDescription] | KafkaError]:
+        """Every log dir of each broker, with every partition in it (DescribeLogDirs with null
+        topics, as Kafka's admin client asks), or the error asking that broker."""
+
+        async def one(broker: int) -> dict[str, LogDirDescription] | KafkaError:
+            try:
+                answer = await self.cluster.call(broker, DESCRIBE_LOG_DIRS, {"topics": None})
+            except KafkaError as exc:
+                return exc
+            dirs = {}
+            for result in answer.results:
+                replicas = {
+                    TopicPartition(topic.name, int(p.partition_index)): ReplicaInfo(int(p.partition_size), int(p.offset_lag), bool(p.is_future_key))
+                    for topic in result.topics
+                    for p in topic.partitions
+                }
+                code = error_code(result.error_code)
+                dirs[result.log_dir] = LogDirDescription(
+                    ErrorCode.for_code(code) if code else None,
+                    replicas,
+                    int(getattr(result, "total_bytes", -1)),
+                    int(getattr(result, "usable_bytes", -1)),
+                )
+            if not dirs:
+                # Kafka's admin client: no dirs at all is the top-level error (v3+), or before v3
+                # (no such field) a refused authorization.
+                code = error_code(getattr(answer, "error_code", 0))
+                return failure(code or ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            return dirs
+
+        wanted = list(dict.fromkeys(brokers))
+        return dict(zip(wanted, await asyncio.gather(*(one(broker) for broker in wanted))))
+
     # -- cluster -------------------------------------------------------------------------------------
 
     async def describe_cluster(self) -> ClusterDescription:
@@ -545,6 +602,12 @@ class Admin:
             return BrokerVersions(node, dict(connection.versions))
 
         return list(await asyncio.gather(*(one(node) for node in metadata.brokers.values())))
+
+    async def describe_features(self) -> FeatureMetadata:
+        """The feature flags of some broker, from its ApiVersions answer (Kafka's describeFeatures
+        asks the least loaded node)."""
+        connection = await self.cluster.any_connection()
+        return connection.features
 
     # -- plumbing ------------------------------------------------------------------------------------
 

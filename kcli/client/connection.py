@@ -2,7 +2,7 @@
 
 A ``BrokerConnection`` writes requests as they are asked for and matches answers by correlation
 id, so many requests may be in flight at once. On connect it sends ApiVersions and keeps the
-broker's range for every API; ``version_for`` then picks the highest version both sides speak, so
+broker's range for every API (and the feature flags the answer carries); ``version_for`` then picks the highest version both sides speak, so
 the same call works against kcli and against Apache Kafka 2.x-3.x brokers.
 
 Requests are version-independent mappings of field names (``mapping_encoder`` writes the fields the
@@ -13,6 +13,7 @@ the version that was sent, or for an API kio lacks, entities of the same shape (
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import struct
 import weakref
@@ -120,6 +121,17 @@ class _AnswerStream(FrameStream):
         self.connection._fail(exc or asyncio.IncompleteReadError(b"", None))
 
 
+@dataclasses.dataclass(frozen=True)
+class FeatureMetadata:
+    """The feature flags a broker's ApiVersions answer (v3+) carries, Kafka's FeatureMetadata:
+    each supported feature's (min, max) version, each finalized one's (min, max) level, and the
+    finalized features' epoch (None when the broker gives none, -1 on the wire)."""
+
+    supported: dict[str, tuple[int, int]]
+    finalized: dict[str, tuple[int, int]]
+    finalized_epoch: int | None
+
+
 class BrokerConnection:
     """A connected broker. Create with ``await BrokerConnection.open(host, port)``."""
 
@@ -134,6 +146,7 @@ class BrokerConnection:
         self._correlation_of: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
         self._failure: Exception | None = None
         self.versions: dict[int, tuple[int, int]] = {}
+        self.features = FeatureMetadata({}, {}, None)
 
     @classmethod
     async def open(
@@ -191,6 +204,12 @@ class BrokerConnection:
             if code:
                 raise KafkaError(ErrorCode.for_code(code), f"ApiVersions to {self.address} failed: {ErrorCode.for_code(code).name}")
             self.versions = ranges
+            epoch = int(getattr(answer, "finalized_features_epoch", -1))
+            self.features = FeatureMetadata(
+                {f.name: (int(f.min_version), int(f.max_version)) for f in getattr(answer, "supported_features", ())},
+                {f.name: (int(f.min_version_level), int(f.max_version_level)) for f in getattr(answer, "finalized_features", ())},
+                epoch if epoch >= 0 else None,
+            )
             return
 
     def version_for(self, api_key: int, *, at_least: int = 0) -> int:

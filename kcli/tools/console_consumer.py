@@ -41,7 +41,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kcli.errors import EXIT_SIGINT, EXIT_SIGTERM
 from kcli.output import BytesOutput, Format, Output
 from kcli.tools.int_options import INT32, NON_NEGATIVE_INT32
 from kcli.tools.options import BootstrapServerOpt
@@ -290,10 +289,6 @@ def run(options: ConsumerOptions) -> int:
     return session.exit_code
 
 
-class _Stopped(Exception):
-    """A signal asked the consumer to stop (Kafka's WakeupException)."""
-
-
 class ConsoleConsumerSession:
     """Kafka's ConsoleConsumer.process loop on kcli's consumer."""
 
@@ -308,48 +303,38 @@ class ConsoleConsumerSession:
 
     async def consume(self) -> None:
         import asyncio
-        import signal
 
         from kcli.client.consumer import Consumer
         from kcli.client.network_client import NetworkClient
+        from kcli.tools.stop_signals import Stopped, StopSignals
 
-        loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        signals = (signal.SIGINT, signal.SIGTERM)
-
-        def on_signal(signum: int) -> None:
-            self.exit_code = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
-            self._stop.set()
-            # A second signal ends the process at once, without the clean shutdown.
-            for s in signals:
-                loop.remove_signal_handler(s)
-
-        for s in signals:
-            loop.add_signal_handler(s, on_signal, s)
-        loop.set_exception_handler(_ignore_orphaned_answers)
+        asyncio.get_running_loop().set_exception_handler(_ignore_orphaned_answers)
         props = self.options.consumer_props
         cluster = NetworkClient(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
         try:
-            # The settings are checked before any connection, as Kafka's ConsumerConfig is.
-            consumer = Consumer.from_properties(cluster, props, warn=_config_warning)
-            timeout_ms = self.options.timeout_ms
-            bounded = None if timeout_ms == LONG_MAX else timeout_ms / 1000
-            try:
-                await self._until_stopped(cluster.any_connection(timeout=bounded, timeout_setting="--timeout-ms"))
-            except BaseException:
-                await consumer.close(commit=False)  # never subscribed: nothing to commit or leave
-                raise
-            await self._consume_on(consumer)
-        except _Stopped:
-            pass
+            with StopSignals() as stop:
+                self._stop = stop
+                try:
+                    # The settings are checked before any connection, as Kafka's ConsumerConfig is.
+                    consumer = Consumer.from_properties(cluster, props, warn=_config_warning)
+                    timeout_ms = self.options.timeout_ms
+                    bounded = None if timeout_ms == LONG_MAX else timeout_ms / 1000
+                    try:
+                        await stop.until(cluster.any_connection(timeout=bounded, timeout_setting="--timeout-ms"))
+                    except BaseException:
+                        await consumer.close(commit=False)  # never subscribed: nothing to commit or leave
+                        raise
+                    await self._consume_on(consumer)
+                except Stopped:
+                    pass
+                finally:
+                    self.exit_code = stop.exit_code
         finally:
-            for s in signals:
-                loop.remove_signal_handler(s)
             await cluster.close()
 
     async def _consume_on(self, consumer: Any) -> None:
         try:
-            await self._until_stopped(self._start(consumer))
+            await self._stop.until(self._start(consumer))
             await self._process(consumer)
         finally:
             self._reset_unconsumed(consumer)
@@ -373,31 +358,6 @@ class ConsoleConsumerSession:
         else:
             await consumer.subscribe(pattern=options.include)
 
-    async def _until_stopped(self, awaitable: Any) -> Any:
-        """``awaitable``'s result, unless a signal comes first: then it is cancelled and _Stopped raised."""
-        import asyncio
-
-        if self._stop.is_set():
-            if asyncio.iscoroutine(awaitable):
-                awaitable.close()
-            raise _Stopped
-        work = asyncio.ensure_future(awaitable)
-        stopped = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        if work.done():
-            return work.result()
-        work.cancel()
-        try:
-            await work
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # whatever the cancelled call was doing no longer matters
-            pass
-        raise _Stopped
-
     async def _receive(self, consumer: Any) -> None:
         """Fill ``pending`` (Kafka's ConsumerWrapper.receive); raises TimeoutError after --timeout-ms
         without a record."""
@@ -416,7 +376,7 @@ class ConsoleConsumerSession:
                 if bounded:
                     # Kafka's poll returns empty when the timeout passes during a group join too.
                     poll = asyncio.wait_for(poll, wait + POLL_GRACE)
-                self.pending = list(reversed(await self._until_stopped(poll)))
+                self.pending = list(reversed(await self._stop.until(poll)))
             except asyncio.TimeoutError:
                 self.pending = []
             except CorruptConsumerRecordError as exc:

@@ -1,4 +1,6 @@
-"""``kcli dump-log-segments``: Kafka's kafka-dump-log.sh, with Kafka 3.9's output line for line.
+"""``kcli dump-log`` and ``kcli dump-log-segments``: Kafka's kafka-dump-log.sh (its name since Kafka
+2.0) and the DumpLogSegments class it runs, one command under both names, with Kafka 3.9's output
+line for line.
 
 Dispatch is by file suffix, as in Kafka: ``.log`` (batches, and records with deep iteration),
 ``.index``, ``.timeindex``, ``.snapshot`` (producer state) and ``.txnindex``. Index mismatches,
@@ -22,12 +24,15 @@ INT32_MAX = 2**31 - 1
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "dump-log-segments",
-        help="This tool helps to parse a log file and dump its contents to the console, "
-        "useful for debugging a seemingly corrupt log segment.",
-        no_args_is_help=True,
-    )(dump_log_segments)
+    from kcli.tools.catalog import names_of
+
+    for name in names_of(__name__):
+        app.command(
+            name,
+            help="This tool helps to parse a log file and dump its contents to the console, "
+            "useful for debugging a seemingly corrupt log segment.",
+            no_args_is_help=True,
+        )(dump_log_segments)
 
 
 def dump_log_segments(

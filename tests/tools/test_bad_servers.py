@@ -141,6 +141,12 @@ INVOCATIONS: dict[str, tuple[list[str], str]] = {
     "mirror": (["mirror", "--source-bootstrap-server", "{server}", "--target-bootstrap-server", "{server}", "--topic", "t", "--checkpoint", "{tmp}/cp"], None),
     "transactions": (["transactions", "--bootstrap-server", "{server}", "--command-config", "{config}", "list"], "request.timeout.ms"),
     "consumer-offsets": (["consumer-offsets", "export", "--from", "kafka", "--bootstrap-server", "{server}", "--command-config", "{config}"], "request.timeout.ms"),
+    "delete-records": (["delete-records", "--bootstrap-server", "{server}", "--offset-json-file", "{offsets}", "--command-config", "{config}"], "request.timeout.ms"),
+    "log-dirs": (["log-dirs", "--bootstrap-server", "{server}", "--describe", "--command-config", "{config}"], "request.timeout.ms"),
+    "features": (["features", "--bootstrap-server", "{server}", "--command-config", "{config}", "describe"], "request.timeout.ms"),
+    "e2e-latency": (["e2e-latency", "{server}", "t", "1", "1", "1", "{config}"], "request.timeout.ms"),
+    "verifiable-producer": (["verifiable-producer", "--bootstrap-server", "{server}", "--topic", "t", "--max-messages", "1", "--producer.config", "{config}"], "request.timeout.ms"),
+    "verifiable-consumer": (["verifiable-consumer", "--bootstrap-server", "{server}", "--topic", "t", "--group-id", "g", "--consumer.config", "{config}"], "request.timeout.ms"),
 }
 # stats and mirror (the source) have no client setting: a silent server is given Kafka's default
 # request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
@@ -149,11 +155,13 @@ WITH_TIMEOUT = [name for name, (_args, setting) in INVOCATIONS.items() if settin
 # unreachable-ZooKeeper cases are in test_zookeeper_shell.py, test_cluster_command.py and
 # test_topics_zookeeper.py; consumer-offset-checker finds its brokers in ZooKeeper, and
 # test_consumer_offsets.py has the unreachable-ZooKeeper case of that path).
-OFFLINE = {"broker", "dump-log-segments", "zookeeper", "zookeeper-shell", "cluster", "consumer-offset-checker"}
+OFFLINE = {"broker", "dump-log", "dump-log-segments", "zookeeper", "zookeeper-shell", "cluster", "consumer-offset-checker"}
 
 
 def _expand(args: list[str], server: str, config: str, tmp: Path) -> list[str]:
-    return [a.format(server=server, config=config, tmp=tmp) for a in args]
+    offsets = tmp / "offsets.json"  # delete-records' file: one partition to delete from
+    offsets.write_text('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}], "version": 1}')
+    return [a.format(server=server, config=config, tmp=tmp, offsets=offsets) for a in args]
 
 
 # Kafka's kafka-transactions.sh reports a failed admin call with its own words around the cause

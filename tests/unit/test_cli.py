@@ -152,7 +152,7 @@ def test_bash_completion_script_parses_and_completes(tmp_path):
     )
     result = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["--output", "plain json", "dump-log-segments"]
+    assert result.stdout.splitlines() == ["--output", "plain json", "dump-log dump-log-segments"]
 
 
 @pytest.mark.parametrize("name", ["_kcli", "kcli.fish"])
@@ -160,3 +160,25 @@ def test_other_shells_cover_the_dump_options(name):
     text = (ROOT / "completions" / name).read_text()
     assert "dump-log-segments" in text
     assert "print-data-log" in text and "offsets-decoder" in text
+
+
+# Kafka's tools print the Kafka version they speak for --version, on stdout, exit 0 (CommandLineUtils.
+# printVersionAndExit: AppInfoParser.getVersion(), "3.9.0" for Kafka 3.9.0's tools); kcli's own
+# commands print kcli's, as the root does.
+KAFKA_39 = "3.9.0"
+KCLI_OWN = {"export", "import", "mirror", "stats", "cluster", "consumer-offsets"}
+
+
+@pytest.mark.parametrize("tool", [tool.name for tool in TOOLS if not tool.hidden])
+def test_every_tool_prints_its_version(kcli_run, tool):
+    from kcli import __version__
+
+    code, out, err = kcli_run(tool, "--version")
+    assert (code, err) == (0, [])
+    assert out == [__version__ if tool in KCLI_OWN else KAFKA_39]
+
+
+@pytest.mark.parametrize("args", [("broker", "start"), ("transactions", "list"), ("features", "describe")])
+def test_a_subcommand_prints_the_version_before_checking_its_arguments(kcli_run, args):
+    code, out, _err = kcli_run(*args, "--version")
+    assert (code, out) == (0, [KAFKA_39])

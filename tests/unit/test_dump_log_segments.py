@@ -52,6 +52,17 @@ def test_published_kafka_3_0_dump_in_3_9_form(tmp_path, dump):
     ]
 
 
+def test_kafka_dump_log_sh_name_prints_the_same_lines(tmp_path, kcli_run):
+    """kafka-dump-log.sh is the script's name since Kafka 2.0: ``kcli dump-log`` takes its flags and
+    prints its lines (the published 3.0 batch, in 3.9's form)."""
+    path = write_log(tmp_path, published_3_0_batch())
+    code, out, err = kcli_run("dump-log", "--files", str(path), "--print-data-log")
+    assert code == 0 and err == []
+    assert out[:2] == [f"Dumping {path}", "Log starting offset: 0"]
+    assert out[2].endswith("position: 0 CreateTime: 1632815304456 size: 88 magic: 2 compresscodec: none crc: 873053997 isvalid: true")
+    assert out[3] == "| offset: 0 CreateTime: 1632815303637 keySize: -1 valueSize: 7 sequence: -1 headerKeys: [] payload: drfverv"
+
+
 def test_published_kafka_2_x_record_in_3_9_form(tmp_path, dump):
     path = write_log(tmp_path, build_batch([NewRecord(b"DemoKey", b"DemoValue", 1599887411245)], partition_leader_epoch=0))
     code, out, _ = dump("--files", str(path), "--print-data-log")

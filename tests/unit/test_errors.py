@@ -100,3 +100,25 @@ def test_exception_classes_carry_their_codes() -> None:
     assert CorruptRecordError("bad crc", position=12).error_code is ErrorCode.CORRUPT_MESSAGE
     assert InvalidRecordError.error_code is ErrorCode.INVALID_RECORD
     assert OffsetOutOfRangeError.error_code is ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+@pytest.mark.parametrize(
+    ("code", "java_class"),
+    [
+        # Errors.java (Kafka 3.9): the name's camel case where it holds, the exceptions where not.
+        (ErrorCode.OFFSET_OUT_OF_RANGE, "org.apache.kafka.common.errors.OffsetOutOfRangeException"),
+        (ErrorCode.NOT_LEADER_OR_FOLLOWER, "org.apache.kafka.common.errors.NotLeaderOrFollowerException"),
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"),
+        (ErrorCode.KAFKA_STORAGE_ERROR, "org.apache.kafka.common.errors.KafkaStorageException"),
+        (ErrorCode.REQUEST_TIMED_OUT, "org.apache.kafka.common.errors.TimeoutException"),
+        (ErrorCode.CORRUPT_MESSAGE, "org.apache.kafka.common.errors.CorruptRecordException"),
+        (ErrorCode.OFFSET_METADATA_TOO_LARGE, "org.apache.kafka.common.errors.OffsetMetadataTooLarge"),
+        (ErrorCode.UNKNOWN_SERVER_ERROR, "org.apache.kafka.common.errors.UnknownServerException"),
+        (ErrorCode.INVALID_RECORD, "org.apache.kafka.common.InvalidRecordException"),
+    ],
+)
+def test_java_exception_class_of_a_code(code: ErrorCode, java_class: str) -> None:
+    from kcli.errors import java_exception
+
+    assert java_exception(code) == java_class
+    assert KafkaError(code).java_class == java_class

@@ -220,3 +220,16 @@ def test_date_to_string_is_java_dates_text_in_the_local_zone(monkeypatch, zone, 
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_java_random_matches_the_jdk():
+    from kcli.java_compat import JavaRandom
+
+    # new Random(0).nextInt() x3, as the JDK gives them.
+    seeded = JavaRandom(0)
+    assert [seeded.next_int() for _ in range(3)] == [-1155484576, -723955400, 1033096058]
+    # nextInt(bound) for a power of two takes the high bits of next(31): (8 * next(31)) >> 31.
+    first = JavaRandom(0)._next(31)
+    assert JavaRandom(0).next_int(8) == (8 * first) >> 31
+    # Otherwise next(31) % bound.
+    assert JavaRandom(0).next_int(26) == first % 26
