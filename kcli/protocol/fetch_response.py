@@ -10,9 +10,11 @@ fields instead of copying them into a Python buffer. Tests check the output agai
           last_stable_offset int64, log_start_offset int64 (v5+),
           aborted_transactions nullable [producer_id int64, first_offset int64],
           preferred_read_replica int32 (v11+), records nullable bytes]]
-    v12+ is flexible: compact arrays/strings/bytes (length + 1 as unsigned varint) and an empty
-    tagged-field section closing each structure (no diverging epoch, current leader, snapshot id
-    or node endpoints are sent). v17 is v16 on the wire.
+    v12+ is flexible: compact arrays/strings/bytes (length + 1 as unsigned varint) and a
+    tagged-field section closing each structure, empty but for a partition's diverging epoch
+    (tag 0: epoch int32, end_offset int64, its own empty tagged fields) when a follower's log
+    diverges from the leader's (KIP-320); no current leader, snapshot id or node endpoints are
+    sent. v17 is v16 on the wire.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ _PARTITION_V5 = struct.Struct(">ihqqq")
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _ABORTED = struct.Struct(">qq")
+_EPOCH_END_OFFSET = struct.Struct(">iq")
+# A partition's tagged fields holding its diverging epoch: one field, tag 0, 13 bytes.
+_DIVERGING_EPOCH_TAG = b"\x01\x00" + encode_unsigned_varint(_EPOCH_END_OFFSET.size + 1)
 
 
 class Slice(Protocol):
@@ -49,6 +54,7 @@ class PartitionResult:
     aborted_transactions: list[tuple[int, int]] | None = None
     preferred_read_replica: int = -1
     records: list[Slice] | bytes | None = None
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), v12+
 
     @property
     def records_size(self) -> int:
@@ -121,7 +127,10 @@ def _write_partition(out: _ChunkWriter, version: int, flexible: bool, p: Partiti
             for piece in records:
                 out.send(piece)
     if flexible:
-        out.write(b"\0")
+        if p.diverging_epoch is None:
+            out.write(b"\0")
+        else:
+            out.write(_DIVERGING_EPOCH_TAG + _EPOCH_END_OFFSET.pack(*p.diverging_epoch) + b"\0")
 
 
 def _array_length(n: int, flexible: bool) -> bytes:

@@ -69,3 +69,26 @@ def test_every_version_reads_back_with_kio(version, log_file):
     assert [(a.producer_id, a.first_offset) for a in third.aborted_transactions] == [(7, 3)]
     if version >= 5:
         assert second.log_start_offset == 2
+
+
+@pytest.mark.parametrize("version", [v for v in SERVED if v >= 12])
+def test_a_diverging_epoch_reads_back_with_kio(version):
+    """KIP-320: a follower whose log diverges is told the leader's (epoch, end offset) in the
+    partition's tagged field 0; a partition without one reads back as kio's default (-1, -1)."""
+    topics = [
+        TopicResult("orders", TOPIC_ID, [
+            PartitionResult(0, high_watermark=9, last_stable_offset=9, log_start_offset=0, records=b"", diverging_epoch=(4, 17)),
+            PartitionResult(1, high_watermark=9, last_stable_offset=9, log_start_offset=0, records=b""),
+        ])
+    ]
+    chunks, size = encode_fetch_response(version, topics)
+    body = _materialise(chunks)
+    assert len(body) == size
+    from kio.serial import entity_reader
+
+    decoded, used = entity_reader(messages.response_type(1, version))(body, 0)
+    assert used == len(body)
+    diverging, plain = decoded.responses[0].partitions
+    assert (diverging.diverging_epoch.epoch, diverging.diverging_epoch.end_offset) == (4, 17)
+    assert (plain.diverging_epoch.epoch, plain.diverging_epoch.end_offset) == (-1, -1)
+    assert diverging.high_watermark == plain.high_watermark == 9
