@@ -411,6 +411,7 @@ class Broker:
         self._every(get("log.retention.check.interval.ms"), lm.cleanup_logs)
         self._every(get("log.flush.offset.checkpoint.interval.ms"), lm.checkpoint_recovery_points)
         self._every(get("log.flush.start.offset.checkpoint.interval.ms"), lm.checkpoint_log_start_offsets)
+        self._every(get("replica.high.watermark.checkpoint.interval.ms"), lm.checkpoint_high_watermarks)
         self._every(get("producer.id.expiration.check.interval.ms"), self._expire_producers)
         if self.cluster_mode and get("auto.leader.rebalance.enable"):
             # The controller's preferred replica election, on the metadata thread.

@@ -1,8 +1,8 @@
 """Every partition log in every ``log.dirs`` entry (Kafka's LogManager).
 
 Each log dir is locked (``.lock``) while in use. At start the manager loads every
-``<topic>-<partition>`` directory, with the recovery point and log start offset of the dir's
-checkpoint files; when ``.kafka_cleanshutdown`` is there the logs skip recovery, and the marker is
+``<topic>-<partition>`` directory, with the recovery point, log start offset and high watermark
+of the dir's checkpoint files (the high watermark clamped to what the log holds); when ``.kafka_cleanshutdown`` is there the logs skip recovery, and the marker is
 removed once they are loaded. The periodic work (flush, retention, checkpoints) is plain methods
 for the broker to schedule. ``start_cleaner`` starts the log cleaner's threads, which compact the
 logs whose ``cleanup.policy`` includes ``compact`` and run retention on them; deleting or
@@ -31,6 +31,7 @@ from kcli.common import CLUSTER_METADATA_TOPIC_NAME
 from kcli.errors import KafkaStorageError, KcliError
 from kcli.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     RECOVERY_POINT_OFFSET_CHECKPOINT,
     has_clean_shutdown_marker,
     read_offset_checkpoint,
@@ -162,6 +163,7 @@ class LogManager:
         had_clean_shutdown = has_clean_shutdown_marker(log_dir)
         recovery_points = read_offset_checkpoint(log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT)
         log_start_offsets = read_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = read_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir():
                 continue
@@ -192,6 +194,9 @@ class LogManager:
                 clock=self._clock,
                 failure_channel=self.failure_channel,
             )
+            if key in high_watermarks:
+                # Kafka's Partition.createLog: the high watermark the replica had when last checkpointed.
+                self._logs[key].update_high_watermark(high_watermarks[key])
         remove_clean_shutdown_marker(log_dir)
 
     # -- logs --------------------------------------------------------------------------------------
@@ -406,6 +411,15 @@ class LogManager:
         offsets = {(l.topic, l.partition): l.recovery_point for l in logs}
         return self._write_checkpoint(log_dir, RECOVERY_POINT_OFFSET_CHECKPOINT, offsets)
 
+    def checkpoint_high_watermarks(self) -> bool:
+        """``replication-offset-checkpoint`` in each dir: every log's high watermark (Kafka's
+        ReplicaManager.checkpointHighWatermarks, every replica.high.watermark.checkpoint.interval.ms)."""
+        written = True
+        for log_dir in self.log_dirs:
+            offsets = {(l.topic, l.partition): l.high_watermark for l in self.logs_in_dir(log_dir)}
+            written &= self._write_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT, offsets)
+        return written
+
     def checkpoint_log_start_offsets(self) -> bool:
         """Write the log start offsets that are above their first segment (only those, as Kafka)."""
         written = True
@@ -449,6 +463,7 @@ class LogManager:
                 if not self._checkpoint_recovery_points_in(log_dir):
                     unclean[log_dir] = f"its {RECOVERY_POINT_OFFSET_CHECKPOINT} could not be written"
             self.checkpoint_log_start_offsets()
+            self.checkpoint_high_watermarks()
             for partition_log in logs:
                 try:
                     partition_log.close()

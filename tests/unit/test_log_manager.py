@@ -259,3 +259,26 @@ def test_a_dir_that_fails_to_load_goes_offline_and_the_others_are_served(tmp_pat
     again = LogManager(dirs(tmp_path))  # the dirs were released
     assert again.get_log("t", 0).log_end_offset == 1
     again.shutdown()
+
+
+def test_high_watermarks_are_checkpointed_as_kafka_writes_them_and_read_at_the_next_start(tmp_path):
+    """replication-offset-checkpoint: Kafka's offset checkpoint framing, one line per partition of
+    the dir, written periodically and at shutdown, read back at load (within the log's offsets)."""
+    d1 = dirs(tmp_path)[0]
+    manager = LogManager([d1])
+    a = manager.get_or_create_log("orders", 0)
+    b = manager.get_or_create_log("orders", 1)
+    a.append(batch(1, 2, 3, 4))
+    b.append(batch(1, 2))
+    a.high_watermark, b.high_watermark = 3, 2
+    assert manager.checkpoint_high_watermarks()
+    assert (d1 / "replication-offset-checkpoint").read_text() == "0\n2\norders 0 3\norders 1 2\n"
+    a.high_watermark = 4
+    manager.shutdown()
+    assert read_offset_checkpoint(d1 / "replication-offset-checkpoint") == {("orders", 0): 4, ("orders", 1): 2}
+
+    (d1 / "replication-offset-checkpoint").write_text("0\n2\norders 0 2\norders 1 9\n")
+    again = LogManager([d1])
+    assert again.get_log("orders", 0).high_watermark == 2
+    assert again.get_log("orders", 1).high_watermark == 2  # never above the log end offset
+    again.shutdown()
