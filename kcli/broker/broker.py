@@ -41,6 +41,8 @@ from kcli.metadata.store import MetadataStore, MetadataStoreError
 from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica.replica_manager import ReplicaManager
+from kcli.broker.replica.replica_fetcher import FetcherConfig
+from kcli.broker.replica.replica_fetcher_manager import ReplicaFetcherManager
 from kcli.broker.network.server import Server, ServerSettings
 from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
@@ -146,6 +148,10 @@ class Broker:
         self.replica_manager = ReplicaManager(
             self.id, self.log_manager, self.metadata, replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms")
         )
+        if self.cluster_mode:
+            self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
+                self.id, self.replica_manager, FetcherConfig.from_broker_config(self.config.get), self.inter_broker_address
+            )
         self.producer_ids = ProducerIdManager(store, self.id, thread)
         self.producer_ids.prefetch()
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
@@ -267,6 +273,16 @@ class Broker:
     def inter_broker_listener(self) -> str:
         """Kafka's inter.broker.listener.name, else the listener of security.inter.broker.protocol."""
         return (self.config.get("inter.broker.listener.name") or self.config.get("security.inter.broker.protocol")).upper()
+
+    def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where a live broker listens for other brokers: its endpoint of the inter-broker
+        listener (its first one when it registered none of that name); None when not alive."""
+        registration = self.metadata.alive_brokers().get(broker_id)
+        if registration is None or not registration.endpoints:
+            return None
+        listener = self.inter_broker_listener()
+        endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == listener), registration.endpoints[0])
+        return endpoint.host, endpoint.port
 
     def live_brokers(self) -> list[BrokerAddress]:
         """Every registered broker at its first advertised endpoint."""
@@ -456,14 +472,12 @@ class Broker:
                 log.info("[KafkaServer id=%d] Retrying controlled shutdown (%d retries remaining)", self.id, retries - attempt)
                 await asyncio.sleep(backoff)
             controller = self.metadata.controller_id()
-            registration = self.metadata.alive_brokers().get(controller) if controller is not None else None
-            if registration is None or not registration.endpoints:
+            address = self.inter_broker_address(controller) if controller is not None else None
+            if address is None:
                 log.warning("[KafkaServer id=%d] No controller to send the controlled shutdown request to", self.id)
                 continue
-            listener = self.inter_broker_listener()
-            endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == listener), registration.endpoints[0])
             try:
-                connection = await BrokerConnection.open(endpoint.host, endpoint.port, client_id=f"broker-{self.id}", timeout=timeout)
+                connection = await BrokerConnection.open(address[0], address[1], client_id=f"broker-{self.id}", timeout=timeout)
                 try:
                     answer = await connection.call(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
                 finally:
@@ -496,6 +510,7 @@ class Broker:
         self.server.stop_accepting()
         if self.replica_manager is not None:
             self.replica_manager.shutdown_purgatories()
+            await self.replica_manager.shutdown_replication()
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.shutdown()
         if self.add_partitions_to_txn_manager is not None:

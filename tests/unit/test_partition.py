@@ -102,3 +102,107 @@ def test_acks_all_needs_min_insync_replicas(tmp_path, clock):
     assert refused.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS and log.log_end_offset == 0
     partition.append_records_to_leader(_batch(1), AppendOrigin.CLIENT, 1)
     assert partition.check_enough_replicas_reach_offset(1) == (True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
+
+# -- replication: the leader records its followers' fetches, the follower appends what it fetched ------
+
+
+def test_a_follower_fetch_records_its_position_and_moves_the_high_watermark(partition, clock):
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1)))
+    partition.append_records_to_leader(_batch(5), AppendOrigin.CLIENT, 1)
+    assert partition.high_watermark == 0
+    assert partition.update_follower_fetch_state(1, 3, 0, clock[0], partition.log.log_end_offset)
+    replica = partition.remote_replicas[1]
+    assert (replica.log_end_offset, replica.log_start_offset, replica.last_fetch_time_ms) == (3, 0, clock[0])
+    assert partition.high_watermark == 3
+    clock[0] += 10
+    assert partition.update_follower_fetch_state(1, 5, 0, clock[0], 5)
+    assert partition.high_watermark == 5 and replica.last_caught_up_time_ms == clock[0]
+
+
+def test_a_fetch_from_a_broker_that_is_no_replica_is_not_recorded(partition, clock):
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1)))
+    partition.append_records_to_leader(_batch(2), AppendOrigin.CLIENT, 1)
+    assert not partition.update_follower_fetch_state(7, 2, 0, clock[0], 2)
+    assert 7 not in partition.remote_replicas and partition.high_watermark == 0
+
+
+def test_a_follower_is_caught_up_as_of_its_previous_fetch_when_it_reached_the_log_end_of_then(partition, clock):
+    """Kafka's Replica.updateFetchState: a follower that asks for what the leader's log ended at
+    on its previous fetch was caught up at that fetch's time, though the log grew since."""
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0,)))  # at NOW, its log empty
+    replica = partition.remote_replicas[1]
+    clock[0] += 1000
+    partition.update_follower_fetch_state(1, 0, 0, clock[0], 4)  # the leader's log end of NOW: caught up then
+    assert replica.last_caught_up_time_ms == NOW
+    previous = clock[0]
+    clock[0] += 1000
+    partition.update_follower_fetch_state(1, 2, 0, clock[0], 9)  # behind the 4 of its previous fetch
+    assert replica.last_caught_up_time_ms == NOW
+    clock[0] += 1000
+    partition.update_follower_fetch_state(1, 9, 0, clock[0], 12)  # reached the 9 of then, not the 12 of now
+    assert replica.last_caught_up_time_ms == previous + 1000
+    clock[0] += 1000
+    partition.update_follower_fetch_state(1, 12, 0, clock[0], 12)
+    assert replica.last_caught_up_time_ms == clock[0]
+
+
+def test_a_follower_appends_the_leaders_batches_unchanged(tmp_path, clock):
+    leader = Partition("orders", 0, None, Log.open(tmp_path / "a" / "orders-0"), local_broker_id=0, clock=lambda: clock[0])
+    follower = Partition("orders", 0, None, Log.open(tmp_path / "b" / "orders-0"), local_broker_id=1, clock=lambda: clock[0])
+    leader.make_leader(_state(leader=0, leader_epoch=3, isr=(0,)))
+    follower.make_follower(_state(leader=0, leader_epoch=3, isr=(0,)))
+    leader.append_records_to_leader(_batch(2), AppendOrigin.CLIENT, 1)
+    leader.append_records_to_leader(_batch(3), AppendOrigin.CLIENT, 1)
+    data = b"".join(piece.read() for piece in leader.log.read(0, 1 << 20).slices)
+    info = follower.append_records_to_follower(data)
+    assert (info.first_offset, info.last_offset) == (0, 4)
+    assert follower.log.log_end_offset == 5 and follower.log.latest_epoch == 3
+    assert follower.log.active_segment.log.path.read_bytes() == leader.log.active_segment.log.path.read_bytes() == data
+    assert follower.update_follower_high_watermark(4) == 4
+    assert follower.update_follower_high_watermark(9) == 5  # never above its own log end
+
+
+# -- truncation by leader epoch (KIP-101, KIP-279, KIP-320) --------------------------------------------
+
+
+def _led_through_epochs(partition, epochs_and_counts) -> None:
+    """Lead ``partition`` through each (leader epoch, records appended in it)."""
+    for epoch, count in epochs_and_counts:
+        partition.make_leader(_state(leader=0, leader_epoch=epoch, isr=(0,)))
+        if count:
+            partition.append_records_to_leader(_batch(count), AppendOrigin.CLIENT, 1)
+
+
+def test_the_leader_tells_a_diverging_follower_where_its_epoch_ends(partition):
+    _led_through_epochs(partition, [(0, 5), (2, 3)])  # epoch 0 at 0-4, epoch 2 at 5-7
+    assert partition.diverging_epoch(2, 8) is None  # the follower holds what the leader holds
+    assert partition.diverging_epoch(0, 5) is None  # behind, on the same history
+    assert partition.diverging_epoch(0, 7) == (0, 5)  # epoch 0 ended at 5 here, the follower has more of it
+    assert partition.diverging_epoch(1, 6) == (0, 5)  # an epoch the leader never had: go back to epoch 0's end
+    partition.log.maybe_increment_log_start_offset(partition.high_watermark)
+    with pytest.raises(KafkaError) as behind:
+        partition.diverging_epoch(0, 2)  # below the log start offset
+    assert behind.value.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_a_follower_truncates_to_where_both_logs_agree(tmp_path, clock):
+    follower = Partition("orders", 0, None, Log.open(tmp_path / "orders-0"), local_broker_id=0, clock=lambda: clock[0])
+    _led_through_epochs(follower, [(0, 5), (2, 4)])  # its own history: epoch 0 at 0-4, epoch 2 at 5-8
+    follower.make_follower(_state(leader=1, leader_epoch=3))
+    follower.update_follower_high_watermark(0)  # the new leader has committed nothing yet
+    assert follower.truncation_offset(2, 7) == (7, True)  # the same epoch, shorter at the leader
+    assert follower.truncation_offset(2, 20) == (9, True)  # never past its own log end
+    assert follower.truncation_offset(1, 6) == (5, False)  # epoch 1 unknown here: back to its epoch 0's end, checked again
+    assert follower.truncate_to(5) == 5
+    assert follower.log.log_end_offset == 5 and follower.log.latest_epoch == 0
+
+
+def test_a_follower_never_truncates_below_its_high_watermark(tmp_path, clock):
+    follower = Partition("orders", 0, None, Log.open(tmp_path / "orders-0"), local_broker_id=0, clock=lambda: clock[0])
+    _led_through_epochs(follower, [(0, 8)])
+    follower.make_follower(_state(leader=1, leader_epoch=1))
+    follower.update_follower_high_watermark(6)  # the leader committed 6
+    assert follower.truncate_to(3) == 6
+    assert follower.log.log_end_offset == 6 and follower.high_watermark == 6
+

@@ -12,12 +12,14 @@ large ranges). Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_I
 OFFSET_OUT_OF_RANGE (below the log start offset or above the log end offset),
 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KAFKA_STORAGE_ERROR (a log in an offline log dir). Incremental fetch sessions as in KIP-227
 (``fetch_sessions``); partitions that returned data move to the end of their session, so
-every partition gets its turn.
+every partition gets its turn. A fetch from a follower (``replica_id``, from v15 ``replica_state``'s,
+a broker id) reads up to the log end offset whatever its isolation level, and the leader records
+the follower's fetch offset and log start offset in the partition's replica state.
 
 Version notes: v7 adds sessions; v11 rack-aware preferred read replica (always -1 here);
 v12 is flexible; v13 names topics by id; v15 moves the replica id into a tagged field; v17 adds
 a follower's directory id as a tagged field of each partition (KIP-853: consumers send none, and
-kcli has no followers, so it is read and ignored); v17's response is v16's.
+kcli's followers send v12, so it is read and ignored); v17's response is v16's.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ async def handle(ctx, request):
             continue
         topic_id = topic.topic_id if by_id else None
         for p in topic.partitions:
-            requested[(name, p.partition)] = CachedPartition(topic_id, p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1))
+            requested[(name, p.partition)] = CachedPartition(
+                topic_id, p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1),
+                fetcher_log_start_offset=getattr(p, "log_start_offset", -1), last_fetched_epoch=getattr(p, "last_fetched_epoch", -1),
+            )
     forgotten = []
     for topic in getattr(request, "forgotten_topics_data", ()):
         name = replicas.topic_name(topic.topic_id) if by_id else topic.topic
@@ -66,7 +71,7 @@ async def handle(ctx, request):
         return RawResponse(chunks, size)
 
     params = FetchParams(
-        replica_id=CONSUMER_REPLICA_ID,
+        replica_id=_replica_id(request),
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=request.min_bytes,
         max_bytes=min(request.max_bytes, broker.config.get("fetch.max.bytes")),
@@ -105,6 +110,14 @@ def _group(reads, context) -> list[TopicResult]:
     for key in moved:
         context.partitions.move_to_end(key)
     return list(topics.values())
+
+
+def _replica_id(request) -> int:
+    """Who fetches: a broker id for a follower, -1 for a consumer (v15+: ``replica_state``)."""
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        return int(state.replica_id)
+    return int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
 
 
 def _error(index: int, code: ErrorCode) -> PartitionResult:

@@ -36,8 +36,11 @@ class FetchParams:
 
 
 def satisfied(params: FetchParams, reads: list) -> bool:
-    """Whether reads answer the fetch now: ``min_bytes`` reached, or an error to tell."""
-    return sum(result.records_size for _, _, result in reads) >= params.min_bytes or any(result.error_code for _, _, result in reads)
+    """Whether reads answer the fetch now: ``min_bytes`` reached, or an error or a follower's
+    diverging epoch to tell."""
+    return sum(result.records_size for _, _, result in reads) >= params.min_bytes or any(
+        result.error_code or result.diverging_epoch is not None for _, _, result in reads
+    )
 
 
 class DelayedFetch(DelayedOperation):

@@ -38,6 +38,9 @@ class CachedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    # What a follower sends of its own log (Kafka's fetcherLogStartOffset and lastFetchedEpoch).
+    fetcher_log_start_offset: int = -1
+    last_fetched_epoch: int = -1
 
     def must_respond(self, high_watermark: int, last_stable_offset: int, log_start_offset: int, has_records: bool, error_code: int) -> bool:
         """Record what is being answered; True when an incremental response must include it."""
@@ -112,6 +115,8 @@ class FetchSessionCache:
                 cached.fetch_offset = update.fetch_offset
                 cached.max_bytes = update.max_bytes
                 cached.current_leader_epoch = update.current_leader_epoch
+                cached.fetcher_log_start_offset = update.fetcher_log_start_offset
+                cached.last_fetched_epoch = update.last_fetched_epoch
                 cached.topic_id = update.topic_id
         session.epoch = _next_epoch(epoch)
         self._touch(session)

@@ -10,13 +10,15 @@ and last fetch times).
 
 The high watermark moves in one place, ``maybe_increment_leader_hw``: to the smallest log end
 offset among the leader's own log and every remote replica that is in the ISR or caught up
-within ``replica.lag.time.max.ms``, never backwards. While no follower fetches, a partition whose
-ISR is the leader alone commits each append as it is written, and one with a follower in its ISR
-commits nothing until that follower catches up.
+within ``replica.lag.time.max.ms``, never backwards. A follower's Fetch reaches the leader's
+partition as ``update_follower_fetch_state`` (its position, the times it was caught up); a
+follower appends what it fetched with ``append_records_to_follower`` and takes the leader's high
+watermark as far as its own log reaches.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -24,16 +26,19 @@ from dataclasses import dataclass
 
 from kcli.errors import ErrorCode, KafkaError
 from kcli.metadata.topics import PartitionState
+from kcli.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kcli.storage.log import Log, LogAppendInfo
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import RecordBatch
+
+logger = logging.getLogger(__name__)
 
 NO_LEADER = -1
 UNKNOWN_OFFSET = -1  # Kafka's UnifiedLog.UnknownOffset: a replica the leader has not heard from
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30000  # replica.lag.time.max.ms
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
@@ -56,6 +61,19 @@ class Replica:
         self.log_end_offset = UNKNOWN_OFFSET
         self.log_start_offset = UNKNOWN_OFFSET
 
+    def update_fetch_state(self, fetch_offset: int, start_offset: int, fetch_time_ms: int, leader_end_offset: int) -> None:
+        """The replica fetched from ``fetch_offset`` (Kafka's Replica.updateFetchState): it has
+        everything below it. It is caught up as of this fetch when it asked for the leader's log
+        end offset, or as of its previous fetch when it asked for the log end offset of then."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
+        self.log_start_offset = start_offset
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_time_ms = fetch_time_ms
+
 
 class Partition:
     def __init__(
@@ -67,7 +85,7 @@ class Partition:
         *,
         local_broker_id: int,
         replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.topic = topic
         self.index = index
@@ -170,6 +188,19 @@ class Partition:
         self.maybe_increment_leader_hw()
         return info
 
+    def update_follower_fetch_state(self, follower_id: int, fetch_offset: int, follower_start_offset: int, fetch_time_ms: int, leader_end_offset: int) -> bool:
+        """Record a follower's Fetch (Kafka's Partition.updateFollowerFetchState): its position,
+        then the high watermark it may let move. False when ``follower_id`` is no replica of the
+        partition (nothing recorded)."""
+        replica = self.remote_replicas.get(follower_id)
+        if replica is None:
+            return False
+        previous_end_offset = replica.log_end_offset
+        replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
+        if replica.log_end_offset != previous_end_offset:
+            self.maybe_increment_leader_hw(fetch_time_ms)
+        return True
+
     def maybe_increment_leader_hw(self, now_ms: int | None = None) -> bool:
         """Move the high watermark up to the smallest log end offset among the leader's log and the
         remote replicas in the ISR or caught up within ``replica.lag.time.max.ms`` (Kafka's
@@ -181,6 +212,71 @@ class Partition:
             if replica.log_end_offset < new_high_watermark and (replica.broker_id in self.isr or recently_caught_up):
                 new_high_watermark = replica.log_end_offset
         return self.log.maybe_increment_high_watermark(new_high_watermark)
+
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """Where a follower's log leaves the leader's (KIP-320, Kafka's Partition.readRecords): the
+        leader's ``(epoch, end offset)`` for the follower's last fetched epoch when that epoch is
+        not the leader's or ends below the fetch offset; None when the logs agree. A follower
+        behind the log start offset, or with an epoch the leader cannot place, is
+        OFFSET_OUT_OF_RANGE."""
+        epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_EPOCH_OFFSET:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"Could not determine the end offset of the last fetched epoch {last_fetched_epoch} from the request",
+            )
+        if fetch_offset < self.log.log_start_offset:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"Received request for offset {fetch_offset} for partition {self.topic}-{self.index}, "
+                f"but we only have log segments starting from offset: {self.log.log_start_offset}.",
+            )
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
+    # -- the follower's work ---------------------------------------------------------------------------
+
+    def append_records_to_follower(self, records: bytes | memoryview) -> LogAppendInfo:
+        """Append the leader's batches as they are (Kafka's appendRecordsToFollowerOrFutureReplica):
+        offsets, leader epochs and timestamps kept; the epochs and producer state follow them."""
+        return self.log.append_as_follower(records)
+
+    def truncation_offset(self, leader_epoch: int, leader_end_offset: int) -> tuple[int, bool]:
+        """Where a follower truncates given the leader's ``(epoch, end offset)`` for its epoch
+        (Kafka's AbstractFetcherThread.getOffsetTruncationState), and whether that is the end of
+        it: with the same epoch, at the smaller end offset; with an epoch the follower never had,
+        at the end of its own largest epoch below it, to be checked again from there."""
+        log_end = self.log.log_end_offset
+        if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+            # The leader knows no epoch this old: only what it committed is certain.
+            return self.log.high_watermark, True
+        if leader_epoch == UNDEFINED_EPOCH:
+            return min(leader_end_offset, log_end), True
+        epoch, end_offset = self.log.end_offset_for_epoch(leader_epoch)
+        if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_EPOCH_OFFSET:
+            return min(leader_end_offset, log_end), True
+        if epoch != leader_epoch:
+            return min(end_offset, log_end), False
+        return min(leader_end_offset, end_offset, log_end), True
+
+    def truncate_to(self, offset: int) -> int:
+        """Truncate the follower's log to ``offset``, but never below its high watermark: what the
+        leader committed is never taken back. Returns the offset the log now ends at."""
+        high_watermark = self.log.high_watermark
+        if offset < high_watermark:
+            logger.warning(
+                "Not truncating %s-%d to offset %d below its high watermark %d; truncating to the high watermark",
+                self.topic, self.index, offset, high_watermark,
+            )
+            offset = high_watermark
+        if self.log.truncate_to(offset):
+            logger.info("Truncated %s-%d to offset %d", self.topic, self.index, offset)
+        return self.log.log_end_offset
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
+        """A follower's high watermark: the leader's, as far as its own log reaches."""
+        return self.log.update_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
         """Kafka's Partition.checkEnoughReplicasReachOffset, for a waiting acks=-1 produce: done once

@@ -11,8 +11,12 @@ partition's log end offset, high watermark or leadership asks them whether they 
 In cluster mode the controller drives it (Kafka's ReplicaManager.becomeLeaderOrFollower and
 stopReplicas): ``become_leader_or_follower`` applies a LeaderAndIsr request, ``stop_replicas_request``
 a StopReplica request, each fenced by the controller epoch (``controller_epoch``, the newest seen)
-and per partition by the leader epoch. A follower hosts its log but serves no produce or fetch:
-replicating into it is a later step, so it just keeps what it has.
+and per partition by the leader epoch. A follower serves no produce or fetch: its
+``replica_fetcher_manager`` (cluster mode) fetches from the leader into its log, from when it
+starts following a leader (or a new leader epoch) until it leads, stops hosting the partition or
+the broker stops. A Fetch from a follower (``replica_id`` a broker id) reads up to the log end
+offset and records the follower's position in the partition's ``Replica``, which may move the
+high watermark.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kcli.broker.replica.delayed_fetch import READ_COMMITTED, DelayedFetch, FetchParams, satisfied
+from kcli.broker.replica.delayed_fetch import READ_COMMITTED, READ_UNCOMMITTED, DelayedFetch, FetchParams, satisfied
 from kcli.broker.replica.delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
-from kcli.broker.replica.partition import DEFAULT_REPLICA_LAG_TIME_MAX_MS, Partition
+from kcli.broker.replica.partition import DEFAULT_REPLICA_LAG_TIME_MAX_MS, Partition, now_ms
 from kcli.broker.replica.purgatory import DelayedOperationPurgatory
+from kcli.broker.replica.replica_fetcher import InitialFetchState
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.metadata.topic_names import is_internal
@@ -62,8 +67,12 @@ class StopPartition:
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager, metadata=None, *, replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS) -> None:
+    def __init__(
+        self, broker_id: int, log_manager: LogManager, metadata=None, *, replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self.broker_id = broker_id
+        self.clock = clock
         self.log_manager = log_manager
         # The broker's MetadataCache: tells a partition led elsewhere from an unknown one.
         self.metadata = metadata
@@ -76,6 +85,9 @@ class ReplicaManager:
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
         self.closing = False
         self._leadership_listeners: list[Callable[[list[Partition], list[TopicPartition]], None]] = []
+        # The followers' fetchers (replica_fetcher_manager.ReplicaFetcherManager), which the broker
+        # gives a cluster-mode replica manager; a single-process broker follows nothing.
+        self.replica_fetcher_manager = None
 
     # -- leadership ----------------------------------------------------------------------------------
 
@@ -111,6 +123,8 @@ class ReplicaManager:
     def become_leader(self, topic: str, index: int, topic_id: uuid.UUID | None, state: PartitionState) -> Partition:
         """Lead the partition as ``state`` says, opening or creating its log."""
         partition = self._get_or_create_partition(topic, index, topic_id)
+        if self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
         partition.make_leader(state)
         if topic_id is not None:
             self._by_id[topic_id] = topic
@@ -122,9 +136,16 @@ class ReplicaManager:
         when new and kept."""
         partition = self._get_or_create_partition(topic, index, topic_id)
         was_leader = partition.is_leader
-        partition.make_follower(state)
+        changed = partition.make_follower(state)
         if was_leader:
             self.try_complete_delayed_requests((topic, index))
+        fetchers = self.replica_fetcher_manager
+        if changed and fetchers is not None:
+            # Kafka's makeFollowers: the fetch starts again from the log end offset, at the leader
+            # the state names (none while the partition is offline).
+            fetchers.remove_fetcher_for_partitions([(topic, index)])
+            if state.leader >= 0:
+                fetchers.add_fetcher_for_partitions({(topic, index): InitialFetchState(state.leader, state.leader_epoch, partition.log.log_end_offset)})
         return partition
 
     def _get_or_create_partition(self, topic: str, index: int, topic_id: uuid.UUID | None) -> Partition:
@@ -135,12 +156,18 @@ class ReplicaManager:
         partition = self._partitions.get(key)
         if partition is None or partition.log is not log:
             partition = Partition(
-                topic, index, topic_id, log, local_broker_id=self.broker_id, replica_lag_time_max_ms=self.replica_lag_time_max_ms
+                topic, index, topic_id, log, local_broker_id=self.broker_id, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+                clock=self.clock,
             )
             self._partitions[key] = partition
         elif topic_id is not None:
             partition.topic_id = topic_id
         return partition
+
+    async def shutdown_replication(self) -> None:
+        """Stop the fetchers (a broker that stops)."""
+        if self.replica_fetcher_manager is not None:
+            await self.replica_fetcher_manager.shutdown()
 
     def hosted_leader_epoch(self, topic: str, index: int) -> int:
         """The leader epoch of the partition as hosted here (leader or follower); -1 when not hosted."""
@@ -225,6 +252,8 @@ class ReplicaManager:
             else:
                 errors[key] = self._apply(update)
         applied = [u for u in updates if errors.get((u.topic, u.index)) == ErrorCode.NONE]
+        if self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.shutdown_idle_fetchers()
         self._leadership_changed(
             [p for u in applied if (p := self.get(u.topic, u.index)) is not None],
             [(u.topic, u.index) for u in applied if self.get(u.topic, u.index) is None],
@@ -300,6 +329,8 @@ class ReplicaManager:
     def _stop_replicas(self, topic: str, indexes: Iterable[int], *, delete: bool) -> None:
         for index in indexes:
             partition = self._partitions.pop((topic, index), None)
+            if self.replica_fetcher_manager is not None:
+                self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
             if partition is not None and partition.is_leader and partition.topic_id is not None:
                 self._by_id.pop(partition.topic_id, None)
             if delete:
@@ -332,6 +363,11 @@ class ReplicaManager:
         """The partition if this broker leads it."""
         found = self._partitions.get((topic, index))
         return found if found is not None and found.is_leader else None
+
+    def follower_partition(self, topic: str, index: int) -> Partition | None:
+        """The partition if this broker hosts it as a follower."""
+        found = self._partitions.get((topic, index))
+        return found if found is not None and not found.is_leader else None
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)
@@ -426,10 +462,38 @@ class ReplicaManager:
         ``fetch_infos`` maps each partition to its fetch offset, ``max_bytes``, current leader
         epoch and topic id (a fetch session's partitions)."""
         reads = self.read_from_local_log(params, fetch_infos)
+        if params.is_from_follower:
+            reads = self._update_follower_fetch_state(params.replica_id, reads)
         if params.max_wait_ms <= 0 or self.closing or satisfied(params, reads):
             response_callback(reads)
             return
         self.fetch_purgatory.watch(DelayedFetch(params, fetch_infos, self, response_callback), list(fetch_infos))
+
+    def _update_follower_fetch_state(self, follower_id: int, reads: list) -> list:
+        """Record a follower's Fetch in each partition it read (Kafka's
+        ReplicaManager.updateFollowerFetchState); a partition that does not count the follower
+        among its replicas answers no records. Waiting requests on a partition whose high
+        watermark moved may complete."""
+        now = self.clock()
+        recorded = []
+        for key, info, result in reads:
+            # A diverging follower's fetch offset is not yet a position it holds in the leader's log.
+            partition = self.get(*key) if result.error_code == ErrorCode.NONE and result.diverging_epoch is None else None
+            if partition is not None:
+                high_watermark = partition.high_watermark
+                if not partition.update_follower_fetch_state(
+                    follower_id, info.fetch_offset, info.fetcher_log_start_offset, now, partition.log.log_end_offset
+                ):
+                    data_log.warning(
+                        "Leader %d failed to record follower %d's position %d since the replica is not recognized to be one of "
+                        "the assigned replicas %s for partition %s-%d. Empty records will be returned for this partition.",
+                        self.broker_id, follower_id, info.fetch_offset, list(partition.replicas), key[0], key[1],
+                    )
+                    result.records = b""
+                elif partition.high_watermark != high_watermark:
+                    self.try_complete_delayed_requests(key)
+            recorded.append((key, info, result))
+        return recorded
 
     def read_from_local_log(self, params: FetchParams, fetch_infos: Mapping[TopicPartition, Any]) -> list:
         """Kafka's readFromLocalLog: whole batches from each partition, at most its ``max_bytes``
@@ -439,7 +503,7 @@ class ReplicaManager:
         budget = params.max_bytes
         min_one_message = True
         for key, info in fetch_infos.items():
-            result = self._read_partition(key, info, max(0, min(info.max_bytes, budget)), min_one_message, params.isolation_level)
+            result = self._read_partition(key, info, max(0, min(info.max_bytes, budget)), min_one_message, params)
             size = result.records_size
             if size:
                 budget -= size
@@ -447,8 +511,11 @@ class ReplicaManager:
             results.append((key, info, result))
         return results
 
-    def _read_partition(self, key: TopicPartition, info, max_bytes: int, min_one_message: bool, isolation: int) -> PartitionResult:
+    def _read_partition(self, key: TopicPartition, info, max_bytes: int, min_one_message: bool, params: FetchParams) -> PartitionResult:
+        """One partition's read: a follower up to the log end offset, a consumer up to the high
+        watermark or (read_committed) the last stable offset."""
         topic, index = key
+        isolation = READ_UNCOMMITTED if params.is_from_follower else params.isolation_level
         partition = self.get(topic, index)
         if partition is None:
             if self.log_manager.is_partition_offline(topic, index):
@@ -462,7 +529,16 @@ class ReplicaManager:
         result.aborted_transactions = [] if isolation == READ_COMMITTED else None
         try:
             partition.check_leader_epoch(info.current_leader_epoch)
-            limit = result.last_stable_offset if isolation == READ_COMMITTED else result.high_watermark
+            if params.is_from_follower and info.last_fetched_epoch >= 0:
+                diverging = partition.diverging_epoch(info.last_fetched_epoch, info.fetch_offset)
+                if diverging is not None:
+                    result.diverging_epoch = diverging
+                    result.records = b""
+                    return result
+            if params.is_from_follower:
+                limit = None
+            else:
+                limit = result.last_stable_offset if isolation == READ_COMMITTED else result.high_watermark
             if max_bytes <= 0 and not min_one_message:
                 result.records = b""
                 return result

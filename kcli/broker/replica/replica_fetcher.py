@@ -1,0 +1,336 @@
+"""One follower fetcher: Kafka's ``ReplicaFetcherThread`` (with ``AbstractFetcherThread``'s loop).
+
+A fetcher copies the partitions this broker follows from one source broker, the partitions'
+leader. It is an asyncio task on the broker's loop, not a thread (one loop per broker process),
+named as Kafka names the thread, ``ReplicaFetcherThread-<fetcher id>-<source broker>``. It keeps
+a ``PartitionFetchState`` per partition and sends one Fetch (v12) at a time over a connection to
+the source broker's inter-broker endpoint, as a replica (``replica_id`` = this broker's id):
+
+    max_wait = replica.fetch.wait.max.ms       min_bytes = replica.fetch.min.bytes
+    max_bytes = replica.fetch.response.max.bytes, each partition's partition_max_bytes =
+    replica.fetch.max.bytes; fetch_offset, current_leader_epoch, last_fetched_epoch per partition
+
+A partition whose log has a leader epoch starts Truncating (KIP-101, KIP-279): the fetcher asks
+the leader with OffsetForLeaderEpoch (v3, as a replica) where its latest epoch ends there,
+truncates to the offset both logs agree on, and fetches from it. While Fetching it sends the
+epoch of the last batch it holds; a leader whose log differs there answers a diverging epoch
+(KIP-320) instead of records, and the fetcher truncates again (``Partition.truncation_offset``),
+never below the high watermark.
+
+The batches of an answer are appended to the follower's log unchanged
+(``Partition.append_records_to_follower``); the follower's high watermark becomes the leader's as
+far as its log reaches, and its log start offset follows the leader's. A partition removed or
+moved while its fetch was out ignores the answer. A failed request delays every partition it
+asked for by ``replica.fetch.backoff.ms``, a partition's error that partition alone;
+FENCED_LEADER_EPOCH removes the partition until the controller's next LeaderAndIsr gives it again.
+With nothing to fetch the task waits for a partition to be added or for a delay to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kcli.broker.network.broker_connections import BrokerConnections
+from kcli.common import TopicPartition
+from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
+from kcli.protocol.api_keys import ApiKey
+
+log = logging.getLogger(__name__)
+
+# The Fetch version a ZooKeeper-era (2.8, IBP 2.8) follower sends: topics by name, the last
+# fetched epoch and the diverging epoch (KIP-320).
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    """The broker configs a follower fetches with (Kafka's names)."""
+
+    num_fetchers: int = 1  # num.replica.fetchers
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    response_max_bytes: int = 10485760  # replica.fetch.response.max.bytes
+    partition_max_bytes: int = 1048576  # replica.fetch.max.bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30000  # replica.socket.timeout.ms
+
+    @classmethod
+    def from_broker_config(cls, get: Callable[[str], Any]) -> FetcherConfig:
+        return cls(
+            num_fetchers=get("num.replica.fetchers"),
+            max_wait_ms=get("replica.fetch.wait.max.ms"),
+            min_bytes=get("replica.fetch.min.bytes"),
+            response_max_bytes=get("replica.fetch.response.max.bytes"),
+            partition_max_bytes=get("replica.fetch.max.bytes"),
+            backoff_ms=get("replica.fetch.backoff.ms"),
+            socket_timeout_ms=get("replica.socket.timeout.ms"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InitialFetchState:
+    """Where a follower starts fetching a partition (Kafka's InitialFetchState)."""
+
+    leader_id: int
+    current_leader_epoch: int
+    init_offset: int
+
+
+@dataclass(slots=True)
+class PartitionFetchState:
+    """A partition as its fetcher holds it (Kafka's PartitionFetchState)."""
+
+    fetch_offset: int
+    current_leader_epoch: int
+    last_fetched_epoch: int = -1
+    truncating: bool = False  # Kafka's Truncating state: the leader is asked where to truncate first
+    delayed_until: float = 0.0  # time.monotonic() before which it is not fetched
+
+    def is_ready(self, now: float) -> bool:
+        return self.delayed_until <= now
+
+
+class ReplicaFetcher:
+    def __init__(
+        self,
+        broker_id: int,
+        fetcher_id: int,
+        source_broker: int,
+        replica_manager: Any,
+        config: FetcherConfig,
+        address_of: Callable[[int], tuple[str, int] | None],
+    ) -> None:
+        self.broker_id = broker_id
+        self.fetcher_id = fetcher_id
+        self.source_broker = source_broker
+        self.name = f"ReplicaFetcherThread-{fetcher_id}-{source_broker}"
+        self.replica_manager = replica_manager
+        self.config = config
+        self._connections = BrokerConnections(
+            address_of, client_id=f"broker-{broker_id}-fetcher-{fetcher_id}", request_timeout_ms=config.socket_timeout_ms + config.max_wait_ms
+        )
+        self._states: OrderedDict[TopicPartition, PartitionFetchState] = OrderedDict()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    # -- partitions ----------------------------------------------------------------------------------
+
+    @property
+    def partition_count(self) -> int:
+        return len(self._states)
+
+    def has_partition(self, key: TopicPartition) -> bool:
+        return key in self._states
+
+    def fetch_state(self, key: TopicPartition) -> PartitionFetchState | None:
+        return self._states.get(key)
+
+    def add_partitions(self, partitions: dict[TopicPartition, InitialFetchState]) -> None:
+        """Fetch these partitions from their initial offsets; one held already at the same or a
+        newer leader epoch keeps its state (Kafka's addPartitions)."""
+        for key, initial in partitions.items():
+            current = self._states.get(key)
+            if current is not None and current.current_leader_epoch >= initial.current_leader_epoch:
+                continue
+            partition = self.replica_manager.follower_partition(*key)
+            last_epoch = partition.log.latest_epoch if partition is not None else None
+            self._states[key] = PartitionFetchState(
+                initial.init_offset, initial.current_leader_epoch, -1 if last_epoch is None else last_epoch, truncating=last_epoch is not None
+            )
+        self._wake.set()
+
+    def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        for key in partitions:
+            self._states.pop(key, None)
+
+    # -- the task ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    async def shutdown(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await self._connections.close()
+
+    async def _run(self) -> None:
+        log.info("[%s]: Starting", self.name)
+        try:
+            while True:
+                self._wake.clear()
+                now = time.monotonic()
+                ready = [(key, state) for key, state in self._states.items() if state.is_ready(now)]
+                if not ready:
+                    delays = [state.delayed_until - now for state in self._states.values()]
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), min(delays) if delays else None)
+                    except asyncio.TimeoutError:
+                        pass
+                    continue
+                truncating = [(key, state) for key, state in ready if state.truncating]
+                if truncating:
+                    await self._truncate_to_epoch_end_offsets(truncating)
+                else:
+                    await self._fetch(ready)
+        except asyncio.CancelledError:
+            log.info("[%s]: Stopped", self.name)
+            raise
+        except Exception:
+            log.exception("[%s]: Error in the fetcher's loop; it stops", self.name)
+
+    async def _fetch(self, ready: list[tuple[TopicPartition, PartitionFetchState]]) -> None:
+        """One Fetch for ``ready`` (Kafka's processFetchRequest)."""
+        asked = [(key, state, state.fetch_offset) for key, state in ready]
+        try:
+            answer = await self._connections.call(self.source_broker, ApiKey.FETCH, self._build_fetch(asked), versions=(FETCH_VERSION, FETCH_VERSION))
+            error = ErrorCode.for_code(int(answer.error_code))
+            if error != ErrorCode.NONE:
+                raise KafkaError(error, f"Fetch answered {error.name}")
+        except (KcliError, OSError) as e:
+            log.warning("[%s]: Error in response for fetch request to broker %d: %s", self.name, self.source_broker, e)
+            self._delay([key for key, _, _ in asked])
+            return
+        sent = {key: (state, offset) for key, state, offset in asked}
+        for topic in answer.responses:
+            for data in topic.partitions:
+                key = (topic.topic, int(data.partition_index))
+                entry = sent.get(key)
+                if entry is None:
+                    continue
+                state, offset = entry
+                if self._states.get(key) is not state or state.fetch_offset != offset:
+                    continue  # removed, replaced or moved while the fetch was out
+                self._process_partition_data(key, state, data)
+
+    async def _truncate_to_epoch_end_offsets(self, truncating: list[tuple[TopicPartition, PartitionFetchState]]) -> None:
+        """Ask the leader where each partition's latest epoch ends and truncate there (Kafka's
+        maybeTruncate with OffsetsForLeaderEpoch)."""
+        asked = [(key, state, state.last_fetched_epoch) for key, state in truncating]
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, index), state, epoch in asked:
+            topics.setdefault(topic, []).append({"partition": index, "current_leader_epoch": state.current_leader_epoch, "leader_epoch": epoch})
+        request = {"replica_id": self.broker_id, "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
+        try:
+            answer = await self._connections.call(
+                self.source_broker, ApiKey.OFFSET_FOR_LEADER_EPOCH, request, versions=(OFFSET_FOR_LEADER_EPOCH_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION)
+            )
+        except (KcliError, OSError) as e:
+            log.warning("[%s]: Error when sending leader epoch request to broker %d: %s", self.name, self.source_broker, e)
+            self._delay([key for key, _, _ in asked])
+            return
+        sent = {key: (state, epoch) for key, state, epoch in asked}
+        for topic in answer.topics:
+            for data in topic.partitions:
+                key = (topic.topic, int(data.partition))
+                entry = sent.get(key)
+                if entry is None or self._states.get(key) is not entry[0] or not entry[0].truncating:
+                    continue
+                state = entry[0]
+                error = ErrorCode.for_code(int(data.error_code))
+                if error == ErrorCode.NONE:
+                    self._truncate(key, state, int(data.leader_epoch), int(data.end_offset))
+                else:
+                    self._partition_error(key, state, error)
+
+    def _truncate(self, key: TopicPartition, state: PartitionFetchState, leader_epoch: int, leader_end_offset: int) -> None:
+        """Truncate to where the leader's ``(epoch, end offset)`` says the logs agree, and fetch
+        from there with the epoch the log now ends in."""
+        partition = self.replica_manager.follower_partition(*key)
+        if partition is None:
+            self._states.pop(key, None)
+            return
+        offset, completed = partition.truncation_offset(leader_epoch, leader_end_offset)
+        try:
+            state.fetch_offset = partition.truncate_to(offset)
+        except KcliError as e:
+            log.error("[%s]: Could not truncate %s-%d to offset %d: %s; it is no longer fetched", self.name, key[0], key[1], offset, e)
+            self._states.pop(key, None)
+            return
+        latest = partition.log.latest_epoch
+        state.last_fetched_epoch = -1 if latest is None else latest
+        state.truncating = False
+        if not completed:
+            log.info("[%s]: Truncated %s-%d to the end of its own epoch %d; the leader checks it again", self.name, key[0], key[1], state.last_fetched_epoch)
+
+    def _build_fetch(self, asked: list[tuple[TopicPartition, PartitionFetchState, int]]) -> dict[str, Any]:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, index), state, offset in asked:
+            partition = self.replica_manager.follower_partition(topic, index)
+            log_start = partition.log.log_start_offset if partition is not None else -1
+            topics.setdefault(topic, []).append({
+                "partition": index, "current_leader_epoch": state.current_leader_epoch, "fetch_offset": offset,
+                "last_fetched_epoch": state.last_fetched_epoch, "log_start_offset": log_start,
+                "partition_max_bytes": self.config.partition_max_bytes,
+            })
+        return {
+            "replica_id": self.broker_id, "max_wait": self.config.max_wait_ms, "min_bytes": self.config.min_bytes,
+            "max_bytes": self.config.response_max_bytes, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()], "forgotten_topics_data": [], "rack_id": "",
+        }
+
+    def _process_partition_data(self, key: TopicPartition, state: PartitionFetchState, data: Any) -> None:
+        """One partition's answer (Kafka's processPartitionData and its error cases)."""
+        error = ErrorCode.for_code(int(data.error_code))
+        topic, index = key
+        diverging = getattr(data, "diverging_epoch", None)
+        if error == ErrorCode.NONE and diverging is not None and int(diverging.epoch) >= 0:
+            log.info(
+                "[%s]: Partition %s-%d diverges from the leader's log: its epoch %d ends at offset %d there",
+                self.name, topic, index, int(diverging.epoch), int(diverging.end_offset),
+            )
+            self._truncate(key, state, int(diverging.epoch), int(diverging.end_offset))
+        elif error == ErrorCode.NONE:
+            partition = self.replica_manager.follower_partition(topic, index)
+            if partition is None:
+                self._states.pop(key, None)
+                return
+            records = data.records
+            try:
+                if records:
+                    info = partition.append_records_to_follower(records)
+                    if info.last_offset >= state.fetch_offset:
+                        state.fetch_offset = info.last_offset + 1
+                        latest = partition.log.latest_epoch
+                        state.last_fetched_epoch = -1 if latest is None else latest
+                partition.update_follower_high_watermark(int(data.high_watermark))
+                leader_start = int(data.log_start_offset)
+                if 0 <= leader_start <= partition.high_watermark:
+                    partition.log.maybe_increment_log_start_offset(leader_start)
+            except KafkaStorageError as e:
+                log.error("[%s]: Error while processing data for partition %s-%d: %s; it is no longer fetched", self.name, topic, index, e)
+                self._states.pop(key, None)
+            except KcliError as e:
+                log.error("[%s]: Found invalid messages during fetch for partition %s-%d offset %d: %s", self.name, topic, index, state.fetch_offset, e)
+                self._delay([key])
+        else:
+            self._partition_error(key, state, error)
+
+    def _partition_error(self, key: TopicPartition, state: PartitionFetchState, error: ErrorCode) -> None:
+        """A partition's error in a Fetch or OffsetForLeaderEpoch answer (Kafka's onPartitionFenced
+        and the retriable cases): fenced, it waits for the controller; otherwise it backs off."""
+        topic, index = key
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            log.info(
+                "[%s]: Partition %s-%d has an older epoch (%d) than the current leader. Will await the new LeaderAndIsr state "
+                "before resuming fetching.", self.name, topic, index, state.current_leader_epoch,
+            )
+            self._states.pop(key, None)
+        else:
+            log.warning("[%s]: Error in response for partition %s-%d at offset %d: %s", self.name, topic, index, state.fetch_offset, error.name)
+            self._delay([key])
+
+    def _delay(self, keys: Iterable[TopicPartition]) -> None:
+        until = time.monotonic() + self.config.backoff_ms / 1000
+        for key in keys:
+            state = self._states.get(key)
+            if state is not None:
+                state.delayed_until = until
