@@ -41,6 +41,7 @@ from kcli.metadata.store import MetadataStore, MetadataStoreError
 from kcli.metadata.zookeeper import ZooKeeperStore
 from kcli.broker.producer_ids import ProducerIdManager
 from kcli.broker.replica.replica_manager import ReplicaManager
+from kcli.broker.replica.alter_isr_manager import AlterIsrManager
 from kcli.broker.replica.replica_fetcher import FetcherConfig
 from kcli.broker.replica.replica_fetcher_manager import ReplicaFetcherManager
 from kcli.broker.network.server import Server, ServerSettings
@@ -152,6 +153,11 @@ class Broker:
             self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
                 self.id, self.replica_manager, FetcherConfig.from_broker_config(self.config.get), self.inter_broker_address
             )
+            self.replica_manager.alter_isr_manager = AlterIsrManager(
+                self.id, lambda: self.broker_epoch, self.metadata.controller_id, self.inter_broker_address,
+                self.replica_manager.try_complete_delayed_requests, request_timeout_ms=self.config.get("controller.socket.timeout.ms"),
+            )
+            self.replica_manager.alter_isr_manager.start()
         self.producer_ids = ProducerIdManager(store, self.id, thread)
         self.producer_ids.prefetch()
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
@@ -429,6 +435,8 @@ class Broker:
         self._every(get("log.flush.start.offset.checkpoint.interval.ms"), lm.checkpoint_log_start_offsets)
         self._every(get("replica.high.watermark.checkpoint.interval.ms"), lm.checkpoint_high_watermarks)
         self._every(get("producer.id.expiration.check.interval.ms"), self._expire_producers)
+        if self.cluster_mode:
+            self.replica_manager.start_isr_expiration()
         if self.cluster_mode and get("auto.leader.rebalance.enable"):
             # The controller's preferred replica election, on the metadata thread.
             percentage = get("leader.imbalance.per.broker.percentage")

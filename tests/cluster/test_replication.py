@@ -1,14 +1,23 @@
-"""Replication on three kcli brokers under ZooKeeper (Kafka 2.8's followers), with real processes
-and real clients."""
+"""Replication on three kcli brokers under ZooKeeper (Kafka 2.8's followers, high watermark, ISR
+and acks=all), with real processes and real clients.
+
+The brokers check their ISRs every second (``replica.lag.time.max.ms`` = 2000) and keep their
+ZooKeeper sessions for 12 s, so a follower stopped with SIGSTOP leaves an ISR because its leader
+says so (AlterPartition), not because its session ended."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster, wait_until, zk_session
@@ -28,11 +37,20 @@ def cluster(zookeeper_server, tmp_path_factory):
         made.stop()
 
 
-def new_topic(cluster: Cluster, label: str, partitions: int = 1) -> str:
+def new_topic(cluster: Cluster, label: str, partitions: int = 1, assignment: list[int] | None = None, **configs: str) -> str:
     topic = f"{label}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(30)
+    if assignment is None:
+        made = NewTopic(topic, partitions, 3, config=configs)
+    else:
+        made = NewTopic(topic, num_partitions=1, replica_assignment=[assignment], config=configs)
+    admin.create_topics([made])[topic].result(30)
     return topic
+
+
+def controller(cluster: Cluster) -> int:
+    with zk_session(cluster) as zk:
+        return json.loads(zk.get("/controller")[0])["brokerid"]
 
 
 def state(cluster: Cluster, topic: str, partition: int = 0) -> dict:
@@ -40,6 +58,22 @@ def state(cluster: Cluster, topic: str, partition: int = 0) -> dict:
     with zk_session(cluster) as zk:
         path = f"/brokers/topics/{topic}/partitions/{partition}/state"
         return json.loads(zk.get(path)[0]) if zk.exists(path) else {}
+
+
+def full_isr(cluster: Cluster, topic: str, partition: int = 0) -> dict:
+    return wait_until(lambda: (lambda s: s if sorted(s.get("isr", [])) == [0, 1, 2] else None)(state(cluster, topic, partition)), timeout=30)
+
+
+def described_isr(bootstrap: str, topic: str) -> list[int]:
+    """The ISR ``kcli topics --describe`` prints (Kafka's tab-separated partition line)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "kcli", "topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    line = next(l for l in completed.stdout.splitlines() if "Partition: 0" in l)
+    fields = dict(field.split(": ", 1) for field in line.strip().split("\t") if ": " in field)
+    return sorted(int(b) for b in fields["Isr"].split(","))
 
 
 def partition_dir(cluster: Cluster, broker_id: int, topic: str, partition: int) -> Path:
@@ -51,9 +85,50 @@ def segment_bytes(cluster: Cluster, broker_id: int, topic: str, partition: int) 
     return path.read_bytes() if path.exists() else b""
 
 
-def test_followers_copy_the_leaders_log_byte_for_byte(cluster):
+@contextmanager
+def stopped(cluster: Cluster, *broker_ids: int):
+    """The brokers frozen with SIGSTOP (their sockets open, their sessions alive), resumed on exit."""
+    for broker_id in broker_ids:
+        os.kill(cluster.brokers[broker_id].process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for broker_id in broker_ids:
+            os.kill(cluster.brokers[broker_id].process.pid, signal.SIGCONT)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], **config) -> list:
+    """Produce ``values`` to partition 0 with acks=all and wait for every delivery report: "ok" or
+    the error, in order."""
+    reports: list = [None] * len(values)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2, **config})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=0, on_delivery=lambda err, msg, i=i: reports.__setitem__(i, err or "ok"))
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return reports
+
+
+def consume_all(cluster: Cluster, topic: str, expected: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    try:
+        def poll() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                values.append(message.value())
+            return len(values) >= expected
+
+        wait_until(poll, timeout=60, interval=0)
+    finally:
+        consumer.close()
+    return values
+
+
+def test_followers_copy_the_leaders_log_byte_for_byte_and_join_the_isr(cluster):
     topic = new_topic(cluster, "copied", partitions=3)
-    leaders = {p: wait_until(lambda: state(cluster, topic, p).get("leader", -1) + 1) - 1 for p in range(3)}
+    leaders = {p: full_isr(cluster, topic, p)["leader"] for p in range(3)}
     # Idempotent, compressed, in several batches per partition: the followers must keep the
     # leader's offsets, producer ids, sequences, epochs and compression as they are.
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
@@ -72,3 +147,55 @@ def test_followers_copy_the_leaders_log_byte_for_byte(cluster):
             epochs = (partition_dir(cluster, follower, topic, partition) / "leader-epoch-checkpoint").read_text()
             assert epochs == leader_epochs
 
+
+def test_the_isr_shrinks_without_stopped_followers_and_expands_when_they_resume(cluster):
+    # The leader is the controller, so that the followers stopped are neither.
+    leader = controller(cluster)
+    first, second = sorted({0, 1, 2} - {leader})
+    topic = new_topic(cluster, "isr", assignment=[leader, first, second], **{"min.insync.replicas": "2"})
+    assert full_isr(cluster, topic)["leader"] == leader
+    at_leader = cluster.brokers[leader].bootstrap  # no client waits on a stopped broker
+    assert produce(at_leader, topic, [b"all-%d" % i for i in range(20)]) == ["ok"] * 20
+
+    with stopped(cluster, first):
+        # acks=all waits until the leader has dropped the stopped follower from the ISR, then succeeds.
+        assert produce(at_leader, topic, [b"one-stopped-%d" % i for i in range(20)]) == ["ok"] * 20
+        assert sorted(state(cluster, topic)["isr"]) == sorted([leader, second])
+        assert described_isr(at_leader, topic) == sorted([leader, second])
+
+        with stopped(cluster, second):
+            # The leader alone is below min.insync.replicas: the produce waiting meanwhile is
+            # refused after its append, and once the ISR is the leader alone, before it.
+            after_append = produce(at_leader, topic, [b"unreplicated"], retries=0)
+            assert [r.code() for r in after_append] == [KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND]
+            assert state(cluster, topic)["isr"] == [leader]
+            refused = produce(at_leader, topic, [b"refused"], retries=0)
+            assert [r.code() for r in refused] == [KafkaError.NOT_ENOUGH_REPLICAS]
+
+    assert full_isr(cluster, topic)["leader"] == leader
+    wait_until(lambda: described_isr(at_leader, topic) == [0, 1, 2], timeout=30)
+    written = segment_bytes(cluster, leader, topic, 0)
+    for follower in (first, second):
+        wait_until(lambda: segment_bytes(cluster, follower, topic, 0) == written, timeout=30)
+    read = consume_all(cluster, topic, 41)
+    assert b"refused" not in read and read[-1] == b"unreplicated"
+
+
+def test_a_leader_killed_under_acks_all_loses_no_acknowledged_record(cluster):
+    topic = new_topic(cluster, "failover", **{"min.insync.replicas": "2"})
+    before = full_isr(cluster, topic)
+    leader = before["leader"]
+    values = [b"acked-%d" % i for i in range(RECORDS)]
+    assert produce(cluster.bootstrap, topic, values, **{"enable.idempotence": True}) == ["ok"] * RECORDS
+
+    cluster.brokers[leader].kill()
+    try:
+        after = wait_until(lambda: (lambda s: s if s.get("leader", -1) not in (-1, leader) else None)(state(cluster, topic)), timeout=60)
+        assert after["leader_epoch"] > before["leader_epoch"]
+        assert set(consume_all(cluster, topic, RECORDS)) >= set(values)
+    finally:
+        cluster.brokers[leader].start(timeout=60)
+    # The old leader comes back as a follower, catches up and rejoins the ISR.
+    full_isr(cluster, topic)
+    new_leader = after["leader"]
+    wait_until(lambda: segment_bytes(cluster, leader, topic, 0) == segment_bytes(cluster, new_leader, topic, 0), timeout=30)

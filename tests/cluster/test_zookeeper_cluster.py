@@ -349,12 +349,21 @@ def test_brokers_keep_serving_through_a_zookeeper_restart(tmp_path):
 
 
 def test_a_replica_holding_no_data_is_never_reported_in_sync(cluster):
-    cluster.start(2)
-    create_topic(cluster.bootstrap, "doubled", 2, replication_factor=2)
-    seen = wait_until(lambda: (lambda t: t if all(p.leader != -1 for p in t.partitions.values()) else None)(
+    cluster.start(1)
+    zk = cluster.zk()
+    try:
+        # Replica 1's broker never starts: it never fetches, so it never joins an ISR.
+        zk.create("/config/topics/doubled", b'{"version":1,"config":{}}', makepath=True)
+        zk.create("/brokers/topics/doubled", b'{"version":1,"partitions":{"0":[0,1],"1":[1,0]}}')
+    finally:
+        zk.stop()
+        zk.close()
+    wait_until(lambda: (lambda t: t.partitions and all(p.leader != -1 for p in t.partitions.values()))(
         metadata(cluster.bootstrap, "doubled").topics["doubled"]))
+    produce(cluster.bootstrap, "doubled", 20)
+    seen = metadata(cluster.bootstrap, "doubled").topics["doubled"]
     for partition in seen.partitions.values():
-        assert len(partition.replicas) == 2 and partition.isrs == [partition.leader]
+        assert sorted(partition.replicas) == [0, 1] and partition.isrs == [0]
     listed = subprocess.run(
         [sys.executable, "-m", "kcli", "topics", "--bootstrap-server", cluster.bootstrap, "--describe",
          "--under-replicated-partitions", "--topic", "doubled"],

@@ -206,3 +206,85 @@ def test_a_follower_never_truncates_below_its_high_watermark(tmp_path, clock):
     assert follower.truncate_to(3) == 6
     assert follower.log.log_end_offset == 6 and follower.high_watermark == 6
 
+
+# -- the ISR: shrink, expand (KAFKA-7128), pending changes and the maximal ISR (KAFKA-13091) -------------
+
+
+def _recording(partition):
+    proposals = []
+    partition._alter_isr = lambda p, proposal: proposals.append(proposal)
+    return proposals
+
+
+def test_a_follower_joins_the_isr_only_from_the_start_of_the_leaders_epoch(partition, clock):
+    """KAFKA-7128: caught up to the high watermark is not enough while the high watermark is
+    below where this leader's epoch started."""
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0,)))
+    partition.append_records_to_leader(_batch(5), AppendOrigin.CLIENT, 1)
+    partition.log.update_high_watermark(3)  # a leader elected with a high watermark behind its log
+    partition.make_leader(_state(leader=0, leader_epoch=2, isr=(0, 1)))
+    assert partition.leader_epoch_start_offset == 5 and partition.high_watermark == 3
+    proposals = _recording(partition)
+    partition.update_follower_fetch_state(2, 3, 0, clock[0], 5)  # at the high watermark, before the epoch's start
+    assert proposals == [] and partition.pending_isr is None
+    partition.update_follower_fetch_state(2, 5, 0, clock[0], 5)
+    assert [p.isr for p in proposals] == [(0, 1, 2)] and proposals[0].is_expansion
+    assert (proposals[0].leader_epoch, proposals[0].partition_epoch) == (2, 4)
+    assert partition.isr == (0, 1)  # committed only once the controller answers
+    assert partition.maximal_isr == (0, 1, 2)
+
+
+def test_a_lagging_follower_leaves_the_isr_and_the_leader_never_does(partition, clock):
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1, 2)))
+    proposals = _recording(partition)
+    partition.append_records_to_leader(_batch(4), AppendOrigin.CLIENT, 1)
+    partition.update_follower_fetch_state(1, 4, 0, clock[0], 4)
+    partition.update_follower_fetch_state(2, 2, 0, clock[0], 4)
+    clock[0] += LAG  # not yet past replica.lag.time.max.ms
+    assert partition.maybe_shrink_isr() is None
+    clock[0] += 1
+    shrink = partition.maybe_shrink_isr()
+    assert shrink is not None and shrink.isr == (0, 1) and not shrink.is_expansion and proposals == [shrink]
+    assert partition.maybe_shrink_isr() is None  # one change at a time
+    assert partition.maximal_isr == (0, 1, 2)  # replica 2 still counts until the controller answers
+    # A leader alone stays in its ISR, whatever its followers do.
+    partition.make_leader(_state(leader=0, leader_epoch=2, isr=(0,)))
+    assert partition.pending_isr is None  # the controller's state replaced the proposal
+    clock[0] += 10 * LAG
+    assert partition.maybe_shrink_isr() is None and partition.isr == (0,)
+
+
+def test_the_high_watermark_waits_for_the_maximal_isr_and_moves_when_a_shrink_is_committed(partition, clock):
+    """KAFKA-13091: while a shrink is pending the outgoing replica still holds the high
+    watermark; once the controller commits it the high watermark moves at once."""
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1, 2)))
+    proposals = _recording(partition)
+    partition.append_records_to_leader(_batch(6), AppendOrigin.CLIENT, 1)
+    partition.update_follower_fetch_state(1, 6, 0, clock[0], 6)
+    partition.update_follower_fetch_state(2, 2, 0, clock[0], 6)
+    assert partition.high_watermark == 2
+    clock[0] += LAG + 1
+    shrink = partition.maybe_shrink_isr()
+    assert not partition.maybe_increment_leader_hw() and partition.high_watermark == 2
+    assert partition.check_enough_replicas_reach_offset(6) == (False, ErrorCode.NONE)
+    # An answer for another proposal, or of an older partition epoch, changes nothing.
+    assert not partition.isr_change_answered(proposals[0].__class__((0,), 1, 4), (0,), 1, 5)
+    assert not partition.isr_change_answered(shrink, (0, 1), 1, 3)
+    assert partition.pending_isr is shrink
+    assert partition.isr_change_answered(shrink, (0, 1), 1, 5)
+    assert (partition.isr, partition.partition_epoch, partition.pending_isr) == ((0, 1), 5, None)
+    assert partition.high_watermark == 6
+    assert partition.check_enough_replicas_reach_offset(6) == (True, ErrorCode.NONE)
+
+
+def test_a_refused_isr_change_stays_pending_until_the_controllers_next_state(partition, clock):
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0,)))
+    proposals = _recording(partition)
+    partition.update_follower_fetch_state(1, 0, 0, clock[0], 0)
+    (expand,) = proposals
+    partition.isr_change_refused(expand, ErrorCode.INVALID_UPDATE_VERSION)
+    assert partition.pending_isr is expand and partition.isr == (0,)
+    partition.update_follower_fetch_state(2, 0, 0, clock[0], 0)
+    assert proposals == [expand]  # nothing more proposed meanwhile
+    partition.make_leader(_state(leader=0, leader_epoch=2, isr=(0, 1), partition_epoch=5))
+    assert partition.pending_isr is None and partition.isr == (0, 1)

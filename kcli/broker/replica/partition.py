@@ -75,6 +75,33 @@ class Replica:
         self.last_fetch_time_ms = fetch_time_ms
 
 
+@dataclass(frozen=True, slots=True)
+class PendingIsrChange:
+    """An ISR change the leader sent the controller in AlterPartition and that is not answered
+    yet (Kafka 2.8's PendingExpandIsr / PendingShrinkIsr): the proposed ISR, at the leader and
+    partition epochs it was proposed under."""
+
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+
+    @property
+    def is_expansion(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingExpandIsr(PendingIsrChange):
+    @property
+    def is_expansion(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class PendingShrinkIsr(PendingIsrChange):
+    pass
+
+
 class Partition:
     def __init__(
         self,
@@ -86,6 +113,7 @@ class Partition:
         local_broker_id: int,
         replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
         clock: Callable[[], int] = now_ms,
+        alter_isr: Callable[[Partition, PendingIsrChange], None] | None = None,
     ) -> None:
         self.topic = topic
         self.index = index
@@ -94,6 +122,8 @@ class Partition:
         self.local_broker_id = local_broker_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._clock = clock
+        # Where a proposed ISR change goes (the replica manager's AlterIsrManager); None keeps it pending.
+        self._alter_isr = alter_isr
         self.leader_id = NO_LEADER
         self.leader_epoch = -1
         self.leader_epoch_start_offset: int | None = None
@@ -102,7 +132,8 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.adding_replicas: tuple[int, ...] = ()
         self.removing_replicas: tuple[int, ...] = ()
-        self.isr: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()  # the committed ISR: what min.insync.replicas counts
+        self.pending_isr: PendingIsrChange | None = None
         self.remote_replicas: dict[int, Replica] = {}
 
     def __repr__(self) -> str:
@@ -114,6 +145,16 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR with the replicas a pending change may still count in sync (Kafka's
+        IsrState.maximalIsr): what the high watermark waits for. An expansion counts the new
+        replica at once; a shrink keeps counting the outgoing ones until the controller answers."""
+        pending = self.pending_isr
+        if pending is None:
+            return self.isr
+        return self.isr + tuple(r for r in pending.isr if r not in self.isr)
 
     @property
     def high_watermark(self) -> int:
@@ -161,6 +202,7 @@ class Partition:
         self, replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
     ) -> None:
         self.replicas, self.isr = tuple(replicas), tuple(isr)
+        self.pending_isr = None  # the controller's state replaces whatever was proposed
         self.adding_replicas, self.removing_replicas = tuple(adding), tuple(removing)
         remote = [r for r in self.replicas if r != self.local_broker_id]
         self.remote_replicas = {r: self.remote_replicas.get(r) or Replica(r) for r in remote}
@@ -197,9 +239,92 @@ class Partition:
             return False
         previous_end_offset = replica.log_end_offset
         replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
+        self.maybe_expand_isr(follower_id)
         if replica.log_end_offset != previous_end_offset:
             self.maybe_increment_leader_hw(fetch_time_ms)
         return True
+
+    # -- the ISR -------------------------------------------------------------------------------------
+
+    def maybe_expand_isr(self, follower_id: int) -> PendingIsrChange | None:
+        """Propose ``follower_id`` for the ISR once it has the high watermark and the start of the
+        current leader epoch (Kafka's maybeExpandIsr / isFollowerInSync; KAFKA-7128: a follower
+        caught up to a high watermark below where this leader's epoch started may lack records
+        this leader has and the last one did not). None while another change is pending."""
+        replica = self.remote_replicas.get(follower_id)
+        if not self.is_leader or self.pending_isr is not None or replica is None or follower_id in self.isr:
+            return None
+        start = self.leader_epoch_start_offset
+        if start is None or replica.log_end_offset < self.high_watermark or replica.log_end_offset < start:
+            return None
+        self.pending_isr = PendingExpandIsr(self.isr + (follower_id,), self.leader_epoch, self.partition_epoch)
+        logger.info(
+            "[Partition %s-%d broker=%d] Expanding ISR from %s to %s", self.topic, self.index, self.local_broker_id,
+            ",".join(map(str, self.isr)), ",".join(map(str, self.pending_isr.isr)),
+        )
+        return self._submit(self.pending_isr)
+
+    def out_of_sync_replicas(self, now_ms: int) -> tuple[int, ...]:
+        """The followers of the ISR not caught up for ``replica.lag.time.max.ms`` (Kafka's
+        getOutOfSyncReplicas): behind the log end offset and not at it since; never the leader."""
+        log_end = self.log.log_end_offset
+        out = []
+        for broker_id in self.isr:
+            if broker_id == self.local_broker_id:
+                continue
+            replica = self.remote_replicas.get(broker_id)
+            if replica is None or (replica.log_end_offset != log_end and now_ms - replica.last_caught_up_time_ms > self.replica_lag_time_max_ms):
+                out.append(broker_id)
+        return tuple(out)
+
+    def maybe_shrink_isr(self, now_ms: int | None = None) -> PendingIsrChange | None:
+        """Propose the ISR without its out-of-sync followers (Kafka's maybeShrinkIsr); the leader
+        stays, so the ISR is never empty. None while another change is pending."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        now = self._clock() if now_ms is None else now_ms
+        out = self.out_of_sync_replicas(now)
+        if not out:
+            return None
+        self.pending_isr = PendingShrinkIsr(tuple(r for r in self.isr if r not in out), self.leader_epoch, self.partition_epoch)
+        logger.info(
+            "[Partition %s-%d broker=%d] Shrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). Out of sync "
+            "replicas: %s.", self.topic, self.index, self.local_broker_id, ",".join(map(str, self.isr)),
+            ",".join(map(str, self.pending_isr.isr)), self.high_watermark, self.log.log_end_offset,
+            ", ".join(f"(brokerId: {r}, endOffset: {self.remote_replicas[r].log_end_offset if r in self.remote_replicas else -1})" for r in out),
+        )
+        return self._submit(self.pending_isr)
+
+    def _submit(self, proposal: PendingIsrChange) -> PendingIsrChange:
+        if self._alter_isr is not None:
+            self._alter_isr(self, proposal)
+        return proposal
+
+    def isr_change_answered(self, proposal: PendingIsrChange, isr: tuple[int, ...], leader_epoch: int, partition_epoch: int) -> bool:
+        """The controller accepted an ISR change (Kafka's handleAlterIsrResponse): its ISR and
+        partition epoch become the committed state, when the answer is for the change still
+        pending and not older than what this partition knows. The high watermark then moves if
+        the new ISR lets it (KAFKA-13091: a shrink can release it). True when it moved."""
+        if self.pending_isr is not proposal or leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            return False
+        self.isr = tuple(isr)
+        self.partition_epoch = partition_epoch
+        self.pending_isr = None
+        logger.info(
+            "[Partition %s-%d broker=%d] ISR updated to %s and version updated to [%d]",
+            self.topic, self.index, self.local_broker_id, ",".join(map(str, self.isr)), partition_epoch,
+        )
+        return self.maybe_increment_leader_hw()
+
+    def isr_change_refused(self, proposal: PendingIsrChange, error: ErrorCode) -> None:
+        """The controller refused an ISR change for good (a stale partition or leader epoch, an
+        unknown partition): it stays pending, proposing nothing more, until the controller's next
+        LeaderAndIsr replaces the state (Kafka 2.8)."""
+        if self.pending_isr is proposal:
+            logger.info(
+                "[Partition %s-%d broker=%d] Failed to update ISR to %s: %s. Waiting for the controller's next state",
+                self.topic, self.index, self.local_broker_id, ",".join(map(str, proposal.isr)), error.name,
+            )
 
     def maybe_increment_leader_hw(self, now_ms: int | None = None) -> bool:
         """Move the high watermark up to the smallest log end offset among the leader's log and the
@@ -207,9 +332,10 @@ class Partition:
         Partition.maybeIncrementLeaderHW); True when it moved."""
         now = self._clock() if now_ms is None else now_ms
         new_high_watermark = self.log.log_end_offset
+        maximal_isr = self.maximal_isr
         for replica in self.remote_replicas.values():
             recently_caught_up = now - replica.last_caught_up_time_ms <= self.replica_lag_time_max_ms
-            if replica.log_end_offset < new_high_watermark and (replica.broker_id in self.isr or recently_caught_up):
+            if replica.log_end_offset < new_high_watermark and (replica.broker_id in maximal_isr or recently_caught_up):
                 new_high_watermark = replica.log_end_offset
         return self.log.maybe_increment_high_watermark(new_high_watermark)
 

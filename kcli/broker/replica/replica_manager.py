@@ -88,6 +88,9 @@ class ReplicaManager:
         # The followers' fetchers (replica_fetcher_manager.ReplicaFetcherManager), which the broker
         # gives a cluster-mode replica manager; a single-process broker follows nothing.
         self.replica_fetcher_manager = None
+        # Where leaders send their ISR changes (alter_isr_manager.AlterIsrManager), cluster mode only.
+        self.alter_isr_manager = None
+        self._isr_expiration: asyncio.Task | None = None
 
     # -- leadership ----------------------------------------------------------------------------------
 
@@ -157,17 +160,50 @@ class ReplicaManager:
         if partition is None or partition.log is not log:
             partition = Partition(
                 topic, index, topic_id, log, local_broker_id=self.broker_id, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
-                clock=self.clock,
+                clock=self.clock, alter_isr=self._submit_isr_change,
             )
             self._partitions[key] = partition
         elif topic_id is not None:
             partition.topic_id = topic_id
         return partition
 
+    def _submit_isr_change(self, partition: Partition, proposal) -> None:
+        if self.alter_isr_manager is not None:
+            self.alter_isr_manager.submit(partition, proposal)
+
+    # -- the ISR -------------------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self) -> None:
+        """Every led partition drops the followers that have not caught up for
+        ``replica.lag.time.max.ms`` from its ISR (Kafka's isr-expiration task)."""
+        now = self.clock()
+        for partition in self.leader_partitions():
+            partition.maybe_shrink_isr(now)
+
+    def start_isr_expiration(self) -> None:
+        """Check the ISRs every half ``replica.lag.time.max.ms``, on the event loop (Kafka's
+        ReplicaManager.startup schedules isr-expiration at that period)."""
+
+        async def expire() -> None:
+            while True:
+                await asyncio.sleep(self.replica_lag_time_max_ms / 2000)
+                try:
+                    self.maybe_shrink_isr()
+                except Exception:
+                    data_log.exception("The ISR expiration check failed")
+
+        self._isr_expiration = asyncio.get_running_loop().create_task(expire(), name="isr-expiration")
+
     async def shutdown_replication(self) -> None:
-        """Stop the fetchers (a broker that stops)."""
+        """Stop the fetchers, the ISR checks and the ISR change sender (a broker that stops)."""
+        task, self._isr_expiration = self._isr_expiration, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         if self.replica_fetcher_manager is not None:
             await self.replica_fetcher_manager.shutdown()
+        if self.alter_isr_manager is not None:
+            await self.alter_isr_manager.shutdown()
 
     def hosted_leader_epoch(self, topic: str, index: int) -> int:
         """The leader epoch of the partition as hosted here (leader or follower); -1 when not hosted."""
@@ -410,11 +446,12 @@ class ReplicaManager:
     def append_at_once(self, key: TopicPartition, records: Any, origin: AppendOrigin) -> PartitionResponse:
         """``append_records`` for the broker's own writers (the group and transaction
         coordinators' records, transaction markers), which need the answer within their step:
-        acks=-1, internal topics allowed; the partition's error is raised as a KafkaError. Their
-        steps are synchronous, so the answer must come within the call: it does while no
-        follower is in an ISR, as the high watermark then moves with the append itself."""
+        internal topics allowed; the partition's error is raised as a KafkaError. Their steps are
+        synchronous, so the answer must come within the call: it comes once the leader's log
+        has the records (acks=1). Kafka's coordinators append with acks=-1 and finish their step
+        when the followers have them; that waits for the steps' tails to become callbacks."""
         answered: list[list[tuple[TopicPartition, PartitionResponse]]] = []
-        self.append_records([(key, records)], -1, COORDINATOR_APPEND_TIMEOUT_MS, origin, answered.append, internal_topics_allowed=True)
+        self.append_records([(key, records)], 1, COORDINATOR_APPEND_TIMEOUT_MS, origin, answered.append, internal_topics_allowed=True)
         if not answered:
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"The append to {key[0]}-{key[1]} waits for its followers")
         [(_, response)] = answered[0]
