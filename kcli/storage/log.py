@@ -820,11 +820,16 @@ class Log:
     # -- truncation --------------------------------------------------------------------------------
 
     def truncate_to(self, target_offset: int) -> bool:
-        """Remove every offset >= ``target_offset``; False when the log already ends there."""
+        """Remove every offset >= ``target_offset``, and the leader epochs starting there; False
+        when the log already ends there (its epochs starting at its end are removed even so)."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.dir.name} to a negative offset ({target_offset}).")
         with self._lock, self._disk_errors("Error while truncating"):
             if target_offset >= self._log_end_offset:
+                # As Kafka's: the epoch cache is cut at the log end all the same, since a broker
+                # that led (assigning its epoch a start offset) without appending leaves an entry
+                # there that a follower must not keep reporting as its last fetched epoch.
+                self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
                 return False
             if self._segments[0].base_offset > target_offset:
                 self.truncate_fully_and_start_at(target_offset)

@@ -288,3 +288,17 @@ def test_a_refused_isr_change_stays_pending_until_the_controllers_next_state(par
     assert proposals == [expand]  # nothing more proposed meanwhile
     partition.make_leader(_state(leader=0, leader_epoch=2, isr=(0, 1), partition_epoch=5))
     assert partition.pending_isr is None and partition.isr == (0, 1)
+
+
+def test_a_former_leader_forgets_the_epoch_it_led_without_appending(tmp_path, clock):
+    """Kafka's Log.truncateTo: a broker elected (its epoch given a start offset) that appended
+    nothing before it followed again must not keep reporting that epoch as its last fetched one,
+    or its new leader, which never had it, would tell it to truncate again and again."""
+    former = Partition("orders", 0, None, Log.open(tmp_path / "orders-0"), local_broker_id=0, clock=lambda: clock[0])
+    _led_through_epochs(former, [(0, 4), (2, 0)])  # epoch 2 starts at 4 and holds nothing
+    former.make_follower(_state(leader=1, leader_epoch=3))
+    former.update_follower_high_watermark(0)
+    assert former.log.latest_epoch == 2
+    assert former.truncation_offset(0, 4) == (4, True)  # the new leader's epoch 0 ends at 4 too
+    assert former.truncate_to(4) == 4
+    assert former.log.latest_epoch == 0 and former.log.log_end_offset == 4

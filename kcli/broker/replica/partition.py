@@ -386,9 +386,10 @@ class Partition:
             return min(end_offset, log_end), False
         return min(leader_end_offset, end_offset, log_end), True
 
-    def truncate_to(self, offset: int) -> int:
-        """Truncate the follower's log to ``offset``, but never below its high watermark: what the
-        leader committed is never taken back. Returns the offset the log now ends at."""
+    def truncate_to(self, offset: int, truncate: Callable[[int], bool] | None = None) -> int:
+        """Truncate the follower's log to ``offset`` (through ``truncate``, the log manager's, which
+        pauses the cleaner; the log's own by default), but never below its high watermark: what
+        the leader committed is never taken back. Returns the offset the log now ends at."""
         high_watermark = self.log.high_watermark
         if offset < high_watermark:
             logger.warning(
@@ -396,7 +397,7 @@ class Partition:
                 self.topic, self.index, offset, high_watermark,
             )
             offset = high_watermark
-        if self.log.truncate_to(offset):
+        if (truncate or self.log.truncate_to)(offset):
             logger.info("Truncated %s-%d to offset %d", self.topic, self.index, offset)
         return self.log.log_end_offset
 

@@ -29,6 +29,7 @@ With nothing to fetch the task waits for a partition to be added or for a delay 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -249,14 +250,19 @@ class ReplicaFetcher:
             self._states.pop(key, None)
             return
         offset, completed = partition.truncation_offset(leader_epoch, leader_end_offset)
+        before = (state.fetch_offset, state.last_fetched_epoch)
         try:
-            state.fetch_offset = partition.truncate_to(offset)
+            state.fetch_offset = partition.truncate_to(offset, functools.partial(self.replica_manager.log_manager.truncate_to, *key))
         except KcliError as e:
             log.error("[%s]: Could not truncate %s-%d to offset %d: %s; it is no longer fetched", self.name, key[0], key[1], offset, e)
             self._states.pop(key, None)
             return
         latest = partition.log.latest_epoch
         state.last_fetched_epoch = -1 if latest is None else latest
+        if not state.truncating and (state.fetch_offset, state.last_fetched_epoch) == before:
+            # The leader still places the log elsewhere than it can go (below its high
+            # watermark): asked again at once, it would answer the same.
+            self._delay([key])
         state.truncating = False
         if not completed:
             log.info("[%s]: Truncated %s-%d to the end of its own epoch %d; the leader checks it again", self.name, key[0], key[1], state.last_fetched_epoch)
