@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -179,6 +180,42 @@ def test_the_isr_shrinks_without_stopped_followers_and_expands_when_they_resume(
         wait_until(lambda: segment_bytes(cluster, follower, topic, 0) == written, timeout=30)
     read = consume_all(cluster, topic, 41)
     assert b"refused" not in read and read[-1] == b"unreplicated"
+
+
+def test_no_consumer_reads_above_the_high_watermark(cluster):
+    """With both followers frozen, one of them the controller, the leader's ISR cannot shrink (its
+    AlterPartition waits for an answer): a record appended with acks=1 stays above the high
+    watermark, unread, until the followers fetch it."""
+    frozen_controller = controller(cluster)
+    leader, follower = [b for b in (0, 1, 2) if b != frozen_controller]
+    topic = new_topic(cluster, "unread", assignment=[leader, frozen_controller, follower])
+    full_isr(cluster, topic)
+    at_leader = cluster.brokers[leader].bootstrap
+    committed = [b"committed-%d" % i for i in range(10)]
+    assert produce(at_leader, topic, committed) == ["ok"] * 10
+    consumer = Consumer({"bootstrap.servers": at_leader, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
+    read: list[bytes] = []
+
+    def poll() -> None:
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            read.append(message.value())
+
+    try:
+        with stopped(cluster, frozen_controller, follower):
+            assert produce(at_leader, topic, [b"uncommitted"], acks="1") == ["ok"]
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            wait_until(lambda: poll() or len(read) >= 10, timeout=30, interval=0)
+            deadline = time.monotonic() + 3 * LAG_MS / 1000  # past a shrink's time, had one been possible
+            while time.monotonic() < deadline:
+                poll()
+            assert read == committed
+            assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 10)
+        # The followers fetch the record, the high watermark passes it, the consumer reads it.
+        wait_until(lambda: poll() or len(read) > 10, timeout=30, interval=0)
+        assert read == committed + [b"uncommitted"]
+    finally:
+        consumer.close()
 
 
 def test_a_leader_killed_under_acks_all_loses_no_acknowledged_record(cluster):
