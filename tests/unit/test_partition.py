@@ -302,3 +302,17 @@ def test_a_former_leader_forgets_the_epoch_it_led_without_appending(tmp_path, cl
     assert former.truncation_offset(0, 4) == (4, True)  # the new leader's epoch 0 ends at 4 too
     assert former.truncate_to(4) == 4
     assert former.log.latest_epoch == 0 and former.log.log_end_offset == 4
+
+
+def test_a_replica_the_controller_took_out_of_the_isr_no_longer_holds_the_high_watermark(partition, clock):
+    """Kafka 2.8's makeLeader resets every remote replica at each new leader epoch: a follower
+    removed from the ISR (its broker stopped) is not counted as recently caught up any more."""
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1, 2)))
+    partition.append_records_to_leader(_batch(2), AppendOrigin.CLIENT, 1)
+    partition.update_follower_fetch_state(1, 2, 0, clock[0], 2)
+    partition.update_follower_fetch_state(2, 2, 0, clock[0], 2)
+    assert partition.high_watermark == 2
+    partition.make_leader(_state(leader=0, leader_epoch=2, isr=(0, 2), partition_epoch=5))  # broker 1 stopped
+    partition.append_records_to_leader(_batch(3), AppendOrigin.CLIENT, -1)
+    partition.update_follower_fetch_state(2, 5, 0, clock[0], 5)
+    assert partition.high_watermark == 5

@@ -168,7 +168,7 @@ class Partition:
 
     def make_leader(self, state: PartitionState) -> bool:
         """Lead the partition as ``state`` says (Kafka's Partition.makeLeader): the new epoch starts
-        at the log end offset, the remote replicas start this leadership unheard of (those in the
+        at the log end offset, the remote replicas start this leader epoch unheard of (those in the
         ISR as caught up now). True when this broker was not the leader before."""
         now = self._clock()
         self._update_assignment_and_isr(state.replicas, state.isr, state.adding_replicas, state.removing_replicas)
@@ -180,9 +180,10 @@ class Partition:
         self.partition_epoch = state.partition_epoch
         self.controller_epoch = state.controller_epoch
         self.leader_id = self.local_broker_id
-        if is_new_leader:
-            for replica in self.remote_replicas.values():
-                replica.reset_last_caught_up_time(start_offset, now, now if replica.broker_id in self.isr else 0)
+        # Every leadership state, not only a new leader's (Kafka 2.8): a replica the controller took
+        # out of the ISR no longer counts as caught up, so it cannot hold the high watermark.
+        for replica in self.remote_replicas.values():
+            replica.reset_last_caught_up_time(start_offset, now, now if replica.broker_id in self.isr else 0)
         self.maybe_increment_leader_hw(now)
         return is_new_leader
 
