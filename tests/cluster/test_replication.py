@@ -218,6 +218,40 @@ def test_no_consumer_reads_above_the_high_watermark(cluster):
         consumer.close()
 
 
+def test_a_follower_behind_the_leaders_log_start_starts_its_log_over_there(cluster):
+    """Records deleted at the leader (DeleteRecords) while a follower was down: the follower is
+    told OFFSET_OUT_OF_RANGE, starts its log at the leader's log start (inside a batch: at that
+    batch's base offset), copies the rest and rejoins the ISR."""
+    leader = controller(cluster)
+    behind, other = sorted({0, 1, 2} - {leader})
+    topic = new_topic(cluster, "restart", assignment=[leader, behind, other])
+    full_isr(cluster, topic)
+    at_leader = cluster.brokers[leader].bootstrap
+    assert produce(at_leader, topic, [b"early-%d" % i for i in range(20)]) == ["ok"] * 20
+    wait_until(lambda: segment_bytes(cluster, behind, topic, 0) == segment_bytes(cluster, leader, topic, 0), timeout=30)
+    assert cluster.brokers[behind].stop() == 0
+    try:
+        wait_until(lambda: behind not in state(cluster, topic)["isr"], timeout=30)
+        late = [b"late-%d" % i for i in range(30)]
+        assert produce(at_leader, topic, late, **{"linger.ms": 50, "batch.num.messages": 4}) == ["ok"] * 30
+        admin = AdminClient({"bootstrap.servers": at_leader})
+        deleted = admin.delete_records([TopicPartition(topic, 0, 41)])
+        assert [f.result(30).low_watermark for f in deleted.values()] == [41]
+    finally:
+        cluster.brokers[behind].start(timeout=60)
+    full_isr(cluster, topic)
+    leader_bytes = segment_bytes(cluster, leader, topic, 0)
+
+    def copied_from_log_start() -> bool:
+        segments = sorted(partition_dir(cluster, behind, topic, 0).glob("*.log"))
+        if len(segments) != 1 or not 20 < int(segments[0].stem) <= 41:
+            return False
+        data = segments[0].read_bytes()
+        return len(data) > 0 and leader_bytes.endswith(data)
+
+    wait_until(copied_from_log_start, timeout=30)
+
+
 def test_a_leader_killed_under_acks_all_loses_no_acknowledged_record(cluster):
     topic = new_topic(cluster, "failover", **{"min.insync.replicas": "2"})
     before = full_isr(cluster, topic)

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 ALTER_PARTITION_VERSION = 2
 RETRY_BACKOFF_S = 0.1
+SHUTDOWN_WAIT_S = 5.0
 # Answers that end a proposal: the controller's state has moved on, and its LeaderAndIsr will say how.
 _FINAL_ERRORS = frozenset({
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -54,6 +55,7 @@ class AlterIsrManager:
         self._unsent: dict[TopicPartition, tuple[Any, Any]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="alter-isr")
@@ -64,10 +66,14 @@ class AlterIsrManager:
         self._wake.set()
 
     async def shutdown(self) -> None:
+        """Stop the task (a flag too, as the fetchers have it: a lost cancellation ends it at its
+        next turn; the wait for it is bounded)."""
+        self._stopping = True
+        self._wake.set()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.wait({task}, timeout=SHUTDOWN_WAIT_S)
         await self._connections.close()
 
     async def _run(self) -> None:
@@ -75,6 +81,8 @@ class AlterIsrManager:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
+                if self._stopping:
+                    return
                 batch, self._unsent = self._unsent, {}
                 batch = {key: item for key, item in batch.items() if item[0].pending_isr is item[1]}
                 if not batch:

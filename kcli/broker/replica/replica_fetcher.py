@@ -23,6 +23,11 @@ far as its log reaches, and its log start offset follows the leader's. A partiti
 moved while its fetch was out ignores the answer. A failed request delays every partition it
 asked for by ``replica.fetch.backoff.ms``, a partition's error that partition alone;
 FENCED_LEADER_EPOCH removes the partition until the controller's next LeaderAndIsr gives it again.
+A follower behind the leader's log start offset (its records deleted there meanwhile) is told
+OFFSET_OUT_OF_RANGE; it asks the leader's log start offset (ListOffsets v4, as a replica) and
+starts its log over there (Kafka's handleOutOfRangeError). A first batch that starts below an
+empty follower log's start (a leader log start inside a batch, after DeleteRecords) starts the
+log at the batch's base offset instead.
 With nothing to fetch the task waits for a partition to be added or for a delay to end.
 """
 
@@ -41,6 +46,7 @@ from kcli.broker.network.broker_connections import BrokerConnections
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.storage.records import read_batch
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +54,9 @@ log = logging.getLogger(__name__)
 # fetched epoch and the diverging epoch (KIP-320).
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+LIST_OFFSETS_VERSION = 4
+SHUTDOWN_WAIT_S = 5.0
+EARLIEST_TIMESTAMP = -2  # ListOffsets' timestamp for the log start offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +129,7 @@ class ReplicaFetcher:
         self._states: OrderedDict[TopicPartition, PartitionFetchState] = OrderedDict()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopping = False
 
     # -- partitions ----------------------------------------------------------------------------------
 
@@ -157,16 +167,21 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     async def shutdown(self) -> None:
+        """Stop the task. Its loop also checks a flag, so a cancellation that an await inside it
+        lost (asyncio.wait_for can, when what it waits for completes at the same time) ends it at
+        its next turn; the wait for it is bounded all the same."""
+        self._stopping = True
+        self._wake.set()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.wait({task}, timeout=SHUTDOWN_WAIT_S)
         await self._connections.close()
 
     async def _run(self) -> None:
         log.info("[%s]: Starting", self.name)
         try:
-            while True:
+            while not self._stopping:
                 self._wake.clear()
                 now = time.monotonic()
                 ready = [(key, state) for key, state in self._states.items() if state.is_ready(now)]
@@ -201,6 +216,7 @@ class ReplicaFetcher:
             self._delay([key for key, _, _ in asked])
             return
         sent = {key: (state, offset) for key, state, offset in asked}
+        out_of_range = []
         for topic in answer.responses:
             for data in topic.partitions:
                 key = (topic.topic, int(data.partition_index))
@@ -210,7 +226,51 @@ class ReplicaFetcher:
                 state, offset = entry
                 if self._states.get(key) is not state or state.fetch_offset != offset:
                     continue  # removed, replaced or moved while the fetch was out
-                self._process_partition_data(key, state, data)
+                if ErrorCode.for_code(int(data.error_code)) == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    out_of_range.append((key, state))
+                else:
+                    self._process_partition_data(key, state, data)
+        for key, state in out_of_range:
+            await self._handle_out_of_range(key, state)
+
+    async def _handle_out_of_range(self, key: TopicPartition, state: PartitionFetchState) -> None:
+        """The leader has not the fetch offset (Kafka's handleOutOfRangeError): when the follower's
+        log ends below the leader's log start offset, the follower's log starts over there."""
+        topic, index = key
+        request = {
+            "replica_id": self.broker_id, "isolation_level": 0,
+            "topics": [{"name": topic, "partitions": [{"partition_index": index, "current_leader_epoch": state.current_leader_epoch, "timestamp": EARLIEST_TIMESTAMP}]}],
+        }
+        offset = state.fetch_offset
+        try:
+            answer = await self._connections.call(self.source_broker, ApiKey.LIST_OFFSETS, request, versions=(LIST_OFFSETS_VERSION, LIST_OFFSETS_VERSION))
+            (data,) = [p for t in answer.topics for p in t.partitions]
+        except (KcliError, OSError, ValueError) as e:
+            log.warning("[%s]: Could not fetch the log start offset of %s-%d from broker %d: %s", self.name, topic, index, self.source_broker, e)
+            self._delay([key])
+            return
+        if self._states.get(key) is not state or state.fetch_offset != offset:
+            return
+        error = ErrorCode.for_code(int(data.error_code))
+        if error != ErrorCode.NONE:
+            self._partition_error(key, state, error)
+            return
+        leader_start = int(data.offset)
+        partition = self.replica_manager.follower_partition(topic, index)
+        if partition is None:
+            self._states.pop(key, None)
+            return
+        if leader_start <= partition.log.log_end_offset:
+            log.warning("[%s]: Fetch offset %d of %s-%d is out of range at the leader, whose log starts at %d", self.name, offset, topic, index, leader_start)
+            self._delay([key])
+            return
+        log.warning(
+            "[%s]: Reset fetch offset for partition %s-%d from %d to current leader %d's start offset %d",
+            self.name, topic, index, offset, self.source_broker, leader_start,
+        )
+        self.replica_manager.log_manager.truncate_fully_and_start_at(topic, index, leader_start)
+        state.fetch_offset = leader_start
+        state.last_fetched_epoch = -1
 
     async def _truncate_to_epoch_end_offsets(self, truncating: list[tuple[TopicPartition, PartitionFetchState]]) -> None:
         """Ask the leader where each partition's latest epoch ends and truncate there (Kafka's
@@ -302,6 +362,7 @@ class ReplicaFetcher:
             records = data.records
             try:
                 if records:
+                    self._maybe_start_log_at_first_batch(key, partition, records)
                     info = partition.append_records_to_follower(records)
                     if info.last_offset >= state.fetch_offset:
                         state.fetch_offset = info.last_offset + 1
@@ -319,6 +380,27 @@ class ReplicaFetcher:
                 self._delay([key])
         else:
             self._partition_error(key, state, error)
+
+    def _maybe_start_log_at_first_batch(self, key: TopicPartition, partition: Any, records: Any) -> None:
+        """An empty log that starts inside the first batch fetched (the leader's log start offset
+        moved into a batch by DeleteRecords) starts at that batch's base offset, as Kafka's
+        appendRecordsToFollowerOrFutureReplica does; any other offset gap is the append's error."""
+        partition_log = partition.log
+        end = partition_log.log_end_offset
+        if end != partition_log.log_start_offset:
+            return
+        try:
+            first = read_batch(memoryview(records), 0)
+            base, last = first.base_offset, first.last_offset
+        except (KcliError, ValueError, IndexError):
+            return  # the append names what is wrong with it
+        if base < end <= last:
+            log.info(
+                "[%s]: Unexpected offset in append to %s-%d. First offset %d is less than log start offset %d. Since this is the "
+                "first record to be appended to the follower's log, will start the log from offset %d.",
+                self.name, key[0], key[1], base, end, base,
+            )
+            self.replica_manager.log_manager.truncate_fully_and_start_at(key[0], key[1], base)
 
     def _partition_error(self, key: TopicPartition, state: PartitionFetchState, error: ErrorCode) -> None:
         """A partition's error in a Fetch or OffsetForLeaderEpoch answer (Kafka's onPartitionFenced

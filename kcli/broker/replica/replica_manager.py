@@ -199,7 +199,7 @@ class ReplicaManager:
         task, self._isr_expiration = self._isr_expiration, None
         if task is not None:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.wait({task}, timeout=5)
         if self.replica_fetcher_manager is not None:
             await self.replica_fetcher_manager.shutdown()
         if self.alter_isr_manager is not None:
