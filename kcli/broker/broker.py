@@ -152,7 +152,8 @@ class Broker:
         # for controller (a controller counts the brokers registered), take up the partitions
         # this broker leads, and only then accept requests.
         for listener_name, host, port in self.config.listeners:
-            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False)))
+            protocol = self.config.security_protocol(listener_name)
+            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False, security_protocol=protocol)))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
         self._registration = (endpoints, self.config.get("broker.rack"))
         await thread.call(self._register)
@@ -266,14 +267,18 @@ class Broker:
 
     def inter_broker_listener(self) -> str:
         """Kafka's inter.broker.listener.name, else the listener of security.inter.broker.protocol."""
-        return (self.config.get("inter.broker.listener.name") or self.config.get("security.inter.broker.protocol")).upper()
+        return self.config.inter_broker_listener_name
 
-    def live_brokers(self) -> list[BrokerAddress]:
-        """Every registered broker at its first advertised endpoint."""
+    def live_brokers(self, listener_name: str | None = None) -> list[BrokerAddress]:
+        """Every registered broker at its endpoint on ``listener_name`` (a broker without that
+        listener is left out, as Kafka's MetadataCache leaves it out of a Metadata answer), or,
+        with no name, on the inter-broker listener, else at its first endpoint."""
         result = []
         for broker_id, registration in self.metadata.alive_brokers().items():
-            if registration.endpoints:
+            endpoint = _endpoint_on(registration.endpoints, listener_name or self.inter_broker_listener())
+            if endpoint is None and listener_name is None and registration.endpoints:
                 endpoint = registration.endpoints[0]
+            if endpoint is not None:
                 result.append(BrokerAddress(broker_id, endpoint.host, endpoint.port, registration.rack))
         return result
 
@@ -525,3 +530,9 @@ class Broker:
             finish = self.log_manager.shutdown if self._logs_loaded else self.log_manager.abandon
             await asyncio.get_running_loop().run_in_executor(None, finish)
         log.info("[KafkaServer id=%d] shut down completed", self.id)
+
+
+def _endpoint_on(endpoints, listener_name: str):
+    """The endpoint of ``endpoints`` on the listener ``listener_name``, or None."""
+    name = listener_name.upper()
+    return next((endpoint for endpoint in endpoints if endpoint.listener_name.upper() == name), None)

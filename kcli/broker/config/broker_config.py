@@ -836,6 +836,12 @@ class BrokerConfig:
         return self.listener_security_protocol_map[listener_name.upper()]
 
     @property
+    def inter_broker_listener_name(self) -> str:
+        """``inter.broker.listener.name``, else the listener named after
+        ``security.inter.broker.protocol`` (Kafka's ListenerName.forSecurityProtocol)."""
+        return (self.values["inter.broker.listener.name"] or self.values["security.inter.broker.protocol"]).upper()
+
+    @property
     def offsets_retention_ms(self) -> int:
         return self.values["offsets.retention.minutes"] * 60_000
 
@@ -970,6 +976,24 @@ class BrokerConfig:
 
 
 # -- what kcli refuses, and keys nobody defines --------------------------------------------------------
+
+
+def inter_broker_listener_problem(config: BrokerConfig) -> str | None:
+    """Kafka's checks of the inter-broker listener (KafkaConfig, ZooKeeper mode): only one of the
+    two keys set, a named listener known to the protocol map and among the advertised ones."""
+    name = config.values["inter.broker.listener.name"]
+    if name is not None and "security.inter.broker.protocol" in config.originals:
+        return "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."
+    if name is not None and name.upper() not in config.listener_security_protocol_map:
+        return f"Listener with name {name.upper()} defined in inter.broker.listener.name not found in listener.security.protocol.map."
+    advertised = [endpoint.listener_name for endpoint in config.advertised_listeners]
+    if config.inter_broker_listener_name not in advertised:
+        return (
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+            f"The valid options based on currently configured listeners are {','.join(advertised)}"
+        )
+    return None
+
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 

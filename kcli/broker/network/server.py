@@ -64,18 +64,23 @@ def _reap_interval(idle_ms: int) -> float:
 class _Listener:
     name: str
     sock: socket.socket
+    security_protocol: str = "PLAINTEXT"
     accepting: bool = False
     closed: bool = False
 
 
 @dataclass(slots=True)
 class RequestContext:
-    """What a handler knows about the request besides its body."""
+    """What a handler knows about the request besides its body: the connection's listener name
+    and security protocol (Kafka's RequestContext), for answers that depend on them (Metadata
+    advertises each broker's endpoint on the same listener) and for an authorizer."""
 
     broker: Any
     header: framing.RequestHeader
     peer: str
     close_connection: bool = False
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
 
     @property
     def api_version(self) -> int:
@@ -170,7 +175,9 @@ class Server:
         self._idle.set()
         self._reaper: asyncio.TimerHandle | None = None
 
-    async def listen(self, host: str, port: int, listener_name: str = "PLAINTEXT", *, accept: bool = True) -> tuple[str, int]:
+    async def listen(
+        self, host: str, port: int, listener_name: str = "PLAINTEXT", *, accept: bool = True, security_protocol: str = "PLAINTEXT"
+    ) -> tuple[str, int]:
         """Bind (host, port) and start accepting, or with ``accept=False`` only bind until
         ``start_accepting`` (connections wait in the backlog); returns the bound address (port 0
         picks a free one)."""
@@ -182,7 +189,7 @@ class Server:
         else:
             sock = socket.create_server(("", port), backlog=self.settings.listen_backlog)
         sock.setblocking(False)
-        listener = _Listener(listener_name.upper(), sock)
+        listener = _Listener(listener_name.upper(), sock, security_protocol)
         self._listeners.append(listener)
         if accept:
             self._resume_accepting(listener)
@@ -263,7 +270,7 @@ class Server:
 
     async def _connect(self, listener: _Listener, sock: socket.socket, address: str) -> None:
         try:
-            await asyncio.get_running_loop().connect_accepted_socket(lambda: Connection(self, listener.name, address), sock)
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: Connection(self, listener.name, address, listener.security_protocol), sock)
         except Exception:
             sock.close()
             self._connection_closed(listener.name, address)
@@ -319,7 +326,7 @@ class Server:
                     if isinstance(frame, _Deferred):
                         response = await frame.response
                     else:
-                        response = self._handle(frame, connection.peer)
+                        response = self._handle(frame, connection)
                         if asyncio.iscoroutine(response):
                             response = await response
                     if response is not None:
@@ -347,7 +354,7 @@ class Server:
         if api is None or api.waits:
             return False
         try:
-            response = self._handle(frame, connection.peer)
+            response = self._handle(frame, connection)
             if asyncio.iscoroutine(response):
                 connection.defer(_Deferred(response, len(frame)))
                 return True
@@ -368,7 +375,7 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    def _handle(self, frame: bytes | memoryview, peer: str) -> Any:
+    def _handle(self, frame: bytes | memoryview, connection: Connection) -> Any:
         """The response frame's chunks (size first), None when nothing is to be sent, or, for a
         handler that waits, a coroutine giving one of those."""
         try:
@@ -388,7 +395,7 @@ class Server:
             request = messages.decode_request(api_key, api_version, frame, body_offset)
         except Exception as e:
             raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
-        ctx = RequestContext(self.broker, header, peer)
+        ctx = RequestContext(self.broker, header, connection.peer, listener_name=connection.listener, security_protocol=connection.security_protocol)
         result = api.handle(ctx, request)
         if api.waits or asyncio.iscoroutine(result):
             return self._respond_later(api, ctx, result)
@@ -456,10 +463,11 @@ class Connection(FrameStream):
     broker's memory, and while ``queued.max.request.bytes`` is used up. ``last_active`` is when a
     byte was last read or written, for ``connections.max.idle.ms``."""
 
-    def __init__(self, server: Server, listener: str = "PLAINTEXT", address: str = "?") -> None:
+    def __init__(self, server: Server, listener: str = "PLAINTEXT", address: str = "?", security_protocol: str = "PLAINTEXT") -> None:
         super().__init__(server.max_request_size, writable_frames=True)
         self._server = server
         self.listener = listener
+        self.security_protocol = security_protocol
         self.address = address
         self.peer = "?"
         self.handling = False
