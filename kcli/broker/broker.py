@@ -47,6 +47,7 @@ from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.broker.network.listeners import listener_security
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -152,8 +153,8 @@ class Broker:
         # for controller (a controller counts the brokers registered), take up the partitions
         # this broker leads, and only then accept requests.
         for listener_name, host, port in self.config.listeners:
-            protocol = self.config.security_protocol(listener_name)
-            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False, security_protocol=protocol)))
+            security = listener_security(self.config, listener_name)
+            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False, security=security)))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
         self._registration = (endpoints, self.config.get("broker.rack"))
         await thread.call(self._register)

@@ -20,12 +20,25 @@ def load_config(properties_path: str | None, overrides: list[str]):
     from kcli.broker.config.broker_config import BrokerConfig, inter_broker_listener_problem, unknown_keys, unsupported_security
 
     config = BrokerConfig.from_file(properties_path or None, overrides)
-    problem = unsupported_security(config) or inter_broker_listener_problem(config)
+    problem = unsupported_security(config) or inter_broker_listener_problem(config) or _listener_problem(config)
     if problem is not None:
         raise KcliError(f"the broker cannot start: {problem}")
     for key in unknown_keys(config):
         logging.getLogger("kcli.broker").warning("The configuration '%s' was supplied but isn't a known config.", key)
     return config
+
+
+def _listener_problem(config) -> str | None:
+    """Why a listener's security does not load (a key store missing or unreadable), checked
+    before anything is written."""
+    from kcli.broker.network.listeners import ListenerConfigError, listener_security
+
+    for endpoint in config.listeners:
+        try:
+            listener_security(config, endpoint.listener_name)
+        except ListenerConfigError as e:
+            return str(e)
+    return None
 
 
 def configure_logging(level_name: str) -> None:

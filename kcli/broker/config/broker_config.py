@@ -995,23 +995,32 @@ def inter_broker_listener_problem(config: BrokerConfig) -> str | None:
     return None
 
 
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+# The protocols the broker's own channels (controller requests, markers) speak to other brokers.
+INTER_BROKER_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 
 def unsupported_security(config: BrokerConfig) -> str | None:
     """Why the broker must not start, when its configuration asks for security kcli does not
-    have (TLS, SASL): serving such a listener as plaintext would be a silent downgrade. None when
-    everything asked for is PLAINTEXT."""
+    have (SASL): serving such a listener as plaintext would be a silent downgrade. None when
+    everything asked for is PLAINTEXT or SSL."""
     for endpoint in config.listeners:
         protocol = config.security_protocol(endpoint.listener_name)
         if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
             return (
                 f"listener {endpoint.listener_name} uses security protocol {protocol}, which kcli does not support "
-                f"(only PLAINTEXT listeners are served)"
+                f"(PLAINTEXT and SSL listeners are served)"
             )
     protocol = config.get("security.inter.broker.protocol")
     if protocol not in SUPPORTED_SECURITY_PROTOCOLS and config.get("inter.broker.listener.name") is None:
-        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support (only PLAINTEXT)"
+        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support (PLAINTEXT and SSL)"
+    inter_broker = config.inter_broker_listener_name
+    inter_broker_protocol = config.listener_security_protocol_map.get(inter_broker, inter_broker)
+    if inter_broker_protocol not in INTER_BROKER_SECURITY_PROTOCOLS:
+        return (
+            f"the inter-broker listener {inter_broker} uses {inter_broker_protocol}, which kcli's inter-broker "
+            "channel does not support yet (only PLAINTEXT)"
+        )
     for key, value in config.effective_properties.items():
         if (key == "sasl.enabled.mechanisms" or _LISTENER_SASL_MECHANISMS.fullmatch(key)) and value.strip():
             return f"{key}={value.strip()} asks for SASL authentication, which kcli does not support"
