@@ -48,6 +48,7 @@ from kcli.broker.transactions.verification import AddPartitionsToTxnManager, sta
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
 from kcli.broker.network.listeners import listener_security
+from kcli.broker.security.credential_cache import CredentialCache
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -84,6 +85,7 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.add_partitions_to_txn_manager: AddPartitionsToTxnManager | None = None
+        self.credential_cache: CredentialCache | None = None
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.server = Server(self, self.registry, settings=ServerSettings.from_config(config))
         self.endpoints: list[tuple[str, str, int]] = []
@@ -149,6 +151,8 @@ class Broker:
         )
         self.producer_ids = ProducerIdManager(store, self.id, thread)
         self.producer_ids.prefetch()
+        self.credential_cache = CredentialCache(store, thread)
+        await thread.call(self.credential_cache.start)
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
         # for controller (a controller counts the brokers registered), take up the partitions
         # this broker leads, and only then accept requests.
@@ -517,6 +521,8 @@ class Broker:
             await self.controller_channel.close()
         if self.metadata is not None:
             self.metadata.close()
+        if self.credential_cache is not None:
+            self.credential_cache.stop()
         if self.zk_client is not None:
             try:
                 await self.metadata_thread.call(self.zk_client.store.close)

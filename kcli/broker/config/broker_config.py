@@ -995,25 +995,26 @@ def inter_broker_listener_problem(config: BrokerConfig) -> str | None:
     return None
 
 
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # The protocols the broker's own channels (controller requests, markers) speak to other brokers.
 INTER_BROKER_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 
 def unsupported_security(config: BrokerConfig) -> str | None:
     """Why the broker must not start, when its configuration asks for security kcli does not
-    have (SASL): serving such a listener as plaintext would be a silent downgrade. None when
-    everything asked for is PLAINTEXT or SSL."""
+    have (an inter-broker listener other than PLAINTEXT): serving it as plaintext would be a
+    silent downgrade. The listeners' own mechanisms and stores are checked with them
+    (``broker.network.listeners``)."""
     for endpoint in config.listeners:
         protocol = config.security_protocol(endpoint.listener_name)
         if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
             return (
                 f"listener {endpoint.listener_name} uses security protocol {protocol}, which kcli does not support "
-                f"(PLAINTEXT and SSL listeners are served)"
+                f"(PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners are served)"
             )
     protocol = config.get("security.inter.broker.protocol")
     if protocol not in SUPPORTED_SECURITY_PROTOCOLS and config.get("inter.broker.listener.name") is None:
-        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support (PLAINTEXT and SSL)"
+        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support"
     inter_broker = config.inter_broker_listener_name
     inter_broker_protocol = config.listener_security_protocol_map.get(inter_broker, inter_broker)
     if inter_broker_protocol not in INTER_BROKER_SECURITY_PROTOCOLS:
@@ -1021,13 +1022,7 @@ def unsupported_security(config: BrokerConfig) -> str | None:
             f"the inter-broker listener {inter_broker} uses {inter_broker_protocol}, which kcli's inter-broker "
             "channel does not support yet (only PLAINTEXT)"
         )
-    for key, value in config.effective_properties.items():
-        if (key == "sasl.enabled.mechanisms" or _LISTENER_SASL_MECHANISMS.fullmatch(key)) and value.strip():
-            return f"{key}={value.strip()} asks for SASL authentication, which kcli does not support"
     return None
-
-
-_LISTENER_SASL_MECHANISMS = re.compile(r"listener\.name\.[^.]+\.sasl\.enabled\.mechanisms")
 
 
 def unknown_keys(config: BrokerConfig) -> list[str]:

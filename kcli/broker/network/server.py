@@ -22,7 +22,9 @@ A listener's security (``listeners.ListenerSecurity``) decides how its connectio
 and SASL_SSL listeners the accepted socket is wrapped in TLS before the first frame is read (a
 failed handshake, a plaintext client among them, closes it with one log line); a client
 certificate's subject, through ``ssl.principal.mapping.rules``, is the connection's principal,
-``User:ANONYMOUS`` otherwise. Every request's context carries the principal, the listener name
+``User:ANONYMOUS`` otherwise. On SASL_PLAINTEXT and SASL_SSL listeners every frame goes to the
+connection's ``SaslServerAuthenticator`` until it has authenticated the client (``User:<name>``),
+and again when its session expires. Every request's context carries the principal, the listener name
 and the security protocol. File ranges go out with ``sendfile`` only on plaintext transports;
 TLS encrypts in the process, so they are read and written in pieces.
 
@@ -46,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kcli.broker.network.authenticator import SaslServerAuthenticator
 from kcli.broker.network.connection_quotas import ConnectionQuotas, normalize_address
 from kcli.broker.network.listeners import ListenerSecurity
 from kcli.broker.handlers import Api, RawResponse, api_ranges
@@ -445,6 +448,11 @@ class Server:
         body = mapping_encoder.encode_response(api.key, header.api_version, result)
         return [framing.frame_size(len(head) + len(body)) + head + body]
 
+    def scram_credential(self, user: str, mechanism: str) -> Any:
+        """The stored SCRAM credential of ``user`` (the broker's credential cache), or None."""
+        cache = getattr(self.broker, "credential_cache", None)
+        return cache.credential(user, mechanism) if cache is not None else None
+
     def _unsupported_api_versions(self, correlation_id: int) -> list[Any]:
         body = mapping_encoder.encode_response(
             framing.API_VERSIONS_KEY, 0, {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_ranges(self.registry)}
@@ -499,6 +507,7 @@ class Connection(FrameStream):
         self.security_protocol = self._security.security_protocol
         self.tls = self._security.ssl_context is not None
         self.principal: KafkaPrincipal = ANONYMOUS
+        self.authenticator: SaslServerAuthenticator | None = None
         self.address = address
         self.peer = "?"
         self.handling = False
@@ -522,6 +531,12 @@ class Connection(FrameStream):
         if self.tls and not self._tls_principal(transport):
             transport.close()
             return
+        if self._security.sasl is not None:
+            server = self._server
+            self.authenticator = SaslServerAuthenticator(
+                self._security.sasl, self.listener, self.address, server.scram_credential, self.write, self.close,
+                lambda frame: server._handle(frame, self),
+            )
         self._loop.create_task(self._server.serve(self))
 
     def _tls_principal(self, transport: asyncio.BaseTransport) -> bool:
@@ -587,6 +602,13 @@ class Connection(FrameStream):
         if self.transport.is_closing():
             self.request_done(body)
             return  # a request before it closed the connection: the rest of the read is not served
+        authenticator = self.authenticator
+        if authenticator is not None and authenticator.intercepts(body):
+            authenticator.receive(body)
+            if authenticator.complete:
+                self.principal = authenticator.principal
+            self.request_done(body)
+            return
         # Answered at once only while the task waits for work and the answers drain: otherwise
         # it would overtake the requests before it, or write past the transport's high-water mark.
         idle = self._frame_waiter is not None and not self._frames and not self._writing_paused
