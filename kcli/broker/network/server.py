@@ -77,11 +77,14 @@ def _reap_interval(idle_ms: int) -> float:
     return min(max(idle_ms / 2000, 0.01), 30.0)
 
 
+_PLAINTEXT = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
+
+
 @dataclass(slots=True)
 class _Listener:
     name: str
     sock: socket.socket
-    security: ListenerSecurity
+    security: ListenerSecurity = _PLAINTEXT
     accepting: bool = False
     closed: bool = False
 
