@@ -47,7 +47,7 @@ from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
-from kcli.broker.network.listeners import listener_security
+from kcli.broker.network.listeners import inter_broker_security, listener_security
 from kcli.broker.security.credential_cache import CredentialCache
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
@@ -86,6 +86,8 @@ class Broker:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.add_partitions_to_txn_manager: AddPartitionsToTxnManager | None = None
         self.credential_cache: CredentialCache | None = None
+        # How this broker's own channels reach the others' inter-broker listener (None: PLAINTEXT).
+        self.inter_broker_security = inter_broker_security(config)
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.server = Server(self, self.registry, settings=ServerSettings.from_config(config))
         self.endpoints: list[tuple[str, str, int]] = []
@@ -132,7 +134,9 @@ class Broker:
             mark_deletions=self.cluster_mode,
         )
         if self.cluster_mode:
-            self.controller_channel = ControllerChannelManager(loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"))
+            self.controller_channel = ControllerChannelManager(
+                loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"), security=self.inter_broker_security
+            )
         self.controller = KafkaController(
             self.zk_client, self.id, thread, channel=self.controller_channel, inter_broker_listener=self.inter_broker_listener(),
             delete_topic_enable=self.config.get("delete.topic.enable"),
@@ -472,7 +476,9 @@ class Broker:
             listener = self.inter_broker_listener()
             endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == listener), registration.endpoints[0])
             try:
-                connection = await BrokerConnection.open(endpoint.host, endpoint.port, client_id=f"broker-{self.id}", timeout=timeout)
+                connection = await BrokerConnection.open(
+                    endpoint.host, endpoint.port, client_id=f"broker-{self.id}", timeout=timeout, security=self.inter_broker_security
+                )
                 try:
                     answer = await connection.call(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
                 finally:

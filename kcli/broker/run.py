@@ -31,13 +31,14 @@ def load_config(properties_path: str | None, overrides: list[str]):
 def _listener_problem(config) -> str | None:
     """Why a listener's security does not load (a key store missing or unreadable), checked
     before anything is written."""
-    from kcli.broker.network.listeners import ListenerConfigError, listener_security
+    from kcli.broker.network.listeners import ListenerConfigError, inter_broker_security, listener_security
 
-    for endpoint in config.listeners:
-        try:
+    try:
+        for endpoint in config.listeners:
             listener_security(config, endpoint.listener_name)
-        except ListenerConfigError as e:
-            return str(e)
+        inter_broker_security(config)
+    except ListenerConfigError as e:
+        return str(e)
     return None
 
 

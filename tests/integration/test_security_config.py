@@ -1,5 +1,5 @@
-"""No silent downgrade: a broker asked for security it cannot give (GSSAPI, OAUTHBEARER, a SASL
-inter-broker listener) or whose SASL users do not parse refuses to start (one line, exit 1);
+"""No silent downgrade: a broker asked for security it cannot give (GSSAPI, OAUTHBEARER), whose SASL
+users do not parse or whose inter-broker client has no credentials refuses to start (one line, exit 1);
 keys no Kafka broker defines are warned about, one line each."""
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ def _start(tmp_path, *overrides: str) -> subprocess.CompletedProcess:
          "listener SASL_PLAINTEXT enables PLAIN but has no users: set listener.name.sasl_plaintext.plain.sasl.jaas.config"),
         (["listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN", "sasl.jaas.config=PlainLoginModule required"],
          "the entry does not end with ';'"),
-        (["security.inter.broker.protocol=SASL_PLAINTEXT"], "which kcli's inter-broker channel does not support yet"),
+        (["listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN",
+          "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\";",
+          "security.inter.broker.protocol=SASL_PLAINTEXT"], "sasl.mechanism.inter.broker.protocol=GSSAPI is not supported"),
+        (["listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=SCRAM-SHA-256",
+          "security.inter.broker.protocol=SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256"],
+         "set username and password in listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config"),
     ],
 )
 def test_a_broker_asked_for_security_it_cannot_give_refuses_to_start_with_one_line(tmp_path, overrides, named):

@@ -210,14 +210,10 @@ def _start_refused(tmp_path, overrides: dict[str, str]) -> subprocess.CompletedP
         ({"ssl.keystore.location": "{certs}/server.keystore.pem"}, "ssl.keystore.type=JKS is not supported"),
         ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "{certs}/missing.pem"}, "ssl.keystore.location: no such file"),
         ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "{certs}/ca.pem"}, "The key store of ssl.keystore.location does not load"),
-        ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "{certs}/server.keystore.pem", "security.inter.broker.protocol": "SSL"},
-         "the inter-broker listener SSL uses SSL, which kcli's inter-broker channel does not support yet"),
     ],
 )
 def test_a_tls_listener_whose_key_store_does_not_load_refuses_the_start(tmp_path, certs, keys, named):
     overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", **{k: v.format(certs=certs) for k, v in keys.items()}}
-    if "security.inter.broker.protocol" in keys:
-        overrides["listeners"] = "SSL://127.0.0.1:0"
     result = _start_refused(tmp_path, overrides)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]

@@ -996,14 +996,12 @@ def inter_broker_listener_problem(config: BrokerConfig) -> str | None:
 
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-# The protocols the broker's own channels (controller requests, markers) speak to other brokers.
-INTER_BROKER_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 
 def unsupported_security(config: BrokerConfig) -> str | None:
-    """Why the broker must not start, when its configuration asks for security kcli does not
-    have (an inter-broker listener other than PLAINTEXT): serving it as plaintext would be a
-    silent downgrade. The listeners' own mechanisms and stores are checked with them
+    """Why the broker must not start, when its configuration asks for a security protocol kcli
+    does not have: serving it as plaintext would be a silent downgrade. The listeners' own
+    mechanisms and stores, and the inter-broker client's, are checked with them
     (``broker.network.listeners``)."""
     for endpoint in config.listeners:
         protocol = config.security_protocol(endpoint.listener_name)
@@ -1015,13 +1013,6 @@ def unsupported_security(config: BrokerConfig) -> str | None:
     protocol = config.get("security.inter.broker.protocol")
     if protocol not in SUPPORTED_SECURITY_PROTOCOLS and config.get("inter.broker.listener.name") is None:
         return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support"
-    inter_broker = config.inter_broker_listener_name
-    inter_broker_protocol = config.listener_security_protocol_map.get(inter_broker, inter_broker)
-    if inter_broker_protocol not in INTER_BROKER_SECURITY_PROTOCOLS:
-        return (
-            f"the inter-broker listener {inter_broker} uses {inter_broker_protocol}, which kcli's inter-broker "
-            "channel does not support yet (only PLAINTEXT)"
-        )
     return None
 
 

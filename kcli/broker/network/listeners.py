@@ -128,6 +128,49 @@ def sasl_settings(config: Any, listener_name: str, get: Callable[[str], Any]) ->
     return SaslSettings(mechanisms, users, max(reauth_ms, 0))
 
 
+def inter_broker_security(config: Any) -> Any:
+    """How this broker reaches the others' inter-broker listener (controller requests, controlled
+    shutdown, transaction markers and verification), as a client: None for PLAINTEXT, else a
+    ``client.security_config.ClientSecurity`` with the listener's trust and key stores and, for
+    SASL, ``sasl.mechanism.inter.broker.protocol`` with the username and password of
+    ``listener.name.<l>.<mechanism>.sasl.jaas.config`` (else ``sasl.jaas.config``)."""
+    from kcli.client.security_config import ClientSecurity
+
+    listener = config.inter_broker_listener_name
+    protocol = config.listener_security_protocol_map.get(listener, listener)
+    if protocol == "PLAINTEXT":
+        return None
+    get = listener_lookup(config, listener)
+    context = None
+    if protocol in TLS_PROTOCOLS:
+        try:
+            context = create_context(get, server=False)
+        except SslConfigError as e:
+            raise ListenerConfigError(f"inter-broker listener {listener}: {e}") from None
+    if protocol not in SASL_PROTOCOLS:
+        return ClientSecurity(protocol, context)
+    mechanism = str(config.get("sasl.mechanism.inter.broker.protocol"))
+    if mechanism not in SUPPORTED_MECHANISMS:
+        raise ListenerConfigError(
+            f"sasl.mechanism.inter.broker.protocol={mechanism} is not supported (set it to one of {', '.join(SUPPORTED_MECHANISMS)})"
+        )
+    key = f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config"
+    text = config.effective_properties.get(key)
+    if text is None:
+        key, value = "sasl.jaas.config", config.get("sasl.jaas.config")
+        text = getattr(value, "value", value)
+    try:
+        options = parse_jaas_config(str(text), key).options if text else {}
+    except JaasConfigError as e:
+        raise ListenerConfigError(f"inter-broker listener {listener}: {e}") from None
+    if not options.get("username") or options.get("password") is None:
+        raise ListenerConfigError(
+            f"inter-broker listener {listener} uses {mechanism}: set username and password in "
+            f"{listener_prefix(listener)}{mechanism.lower()}.sasl.jaas.config (or sasl.jaas.config)"
+        )
+    return ClientSecurity(protocol, context, mechanism, options["username"], options["password"])
+
+
 def _plain_jaas(config: Any, listener_name: str) -> JaasConfig | None:
     """The PLAIN JAAS entry of a listener: listener.name.<l>.plain.sasl.jaas.config, else sasl.jaas.config."""
     key = f"{listener_prefix(listener_name)}plain.sasl.jaas.config"
