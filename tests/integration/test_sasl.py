@@ -213,17 +213,31 @@ def test_describe_and_alter_user_scram_credentials(broker):
 
 
 def test_an_expired_session_closes_unless_the_client_re_authenticates(tmp_path_factory):
-    process = _start(tmp_path_factory, **{"connections.max.reauth.ms": "1500"})
+    process = _start(tmp_path_factory, **{
+        "connections.max.reauth.ms": "1500",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS.replace(";", ' user_bob="bob-secret-3";'),
+    })
     try:
         with WireClient("127.0.0.1", process.sasl_port) as client:
             _handshake(client, "PLAIN")
             answer = _authenticate(client, _plain("alice", "alice-secret-1"))
             assert code(answer.error_code) == NONE and answer.session_lifetime.total_seconds() == 1.5
+            # Clients re-authenticate before the session ends; another principal is refused.
+            assert code(_handshake(client, "PLAIN").error_code) == NONE
+            assert code(_authenticate(client, _plain("alice", "alice-secret-1")).error_code) == NONE
             time.sleep(1.6)
             assert code(_handshake(client, "PLAIN").error_code) == NONE  # re-authentication
             assert code(_authenticate(client, _plain("alice", "alice-secret-1")).error_code) == NONE
             assert client.call(3, 12, {"topics": []}).brokers
             time.sleep(1.6)
             assert _closed(client)
+        with WireClient("127.0.0.1", process.sasl_port) as client:
+            _handshake(client, "PLAIN")
+            assert code(_authenticate(client, _plain("alice", "alice-secret-1")).error_code) == NONE
+            _handshake(client, "PLAIN")
+            refused = _authenticate(client, _plain("bob", "bob-secret-3"))
+            assert code(refused.error_code) == SASL_AUTHENTICATION_FAILED
+            assert refused.error_message == "Cannot change principals during re-authentication from User:alice to User:bob"
+            assert client.wait_closed()
     finally:
         process.stop()

@@ -14,8 +14,8 @@ Any other request before COMPLETE closes the connection. A failed exchange answe
 SASL_AUTHENTICATION_FAILED with a message that names no secret (v0 raw tokens cannot carry one)
 and closes; the broker logs one line with the peer and the claimed user. With
 ``connections.max.reauth.ms`` (KIP-368) SaslAuthenticate v1+ tells the client its session
-lifetime; past it, a request other than a new SaslHandshake (re-authentication, which must keep
-the principal) closes the connection.
+lifetime; a new SaslHandshake at any time starts a re-authentication, which must keep the
+principal; past the lifetime, any other request closes the connection.
 """
 
 from __future__ import annotations
@@ -76,9 +76,11 @@ class SaslServerAuthenticator:
         """Whether ``frame`` is the authenticator's (then ``receive`` it) rather than a handler's."""
         if self.state is not State.COMPLETE:
             return True
+        if self._sasl.reauth_ms > 0 and framing.peek_api_key(frame) == ApiKey.SASL_HANDSHAKE:
+            return True  # a re-authentication (KIP-368), which clients start before the session ends
         if self._expires_at is None or self._clock() < self._expires_at:
             return False
-        return True  # expired: a re-authentication, or the connection closes
+        return True  # expired: the connection closes
 
     def receive(self, frame: bytes | memoryview) -> None:
         if self.state is State.FAILED:
@@ -91,7 +93,7 @@ class SaslServerAuthenticator:
         except framing.InvalidRequest as e:
             self._drop(f"a frame that is not a request during SASL authentication ({e})")
             return
-        if self.state is State.COMPLETE:  # an expired session
+        if self.state is State.COMPLETE:  # a re-authentication, or a request after the session expired
             if api_key != ApiKey.SASL_HANDSHAKE:
                 self._drop("the SASL session expired (connections.max.reauth.ms) and the client did not re-authenticate")
                 return
@@ -150,10 +152,11 @@ class SaslServerAuthenticator:
             return
         lifetime = 0
         if self._server.complete:
-            if not self._completed():
+            refused = self._completed()
+            if refused is not None:
                 self._respond(ApiKey.SASL_AUTHENTICATE, version, correlation_id,
-                              {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED,
-                               "error_message": "Cannot change principals during re-authentication", "auth_bytes": b""})
+                              {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "error_message": refused, "auth_bytes": b""})
+                self._fail(refused, self._server.authorization_id)
                 return
             lifetime = self._sasl.reauth_ms
         self._respond(ApiKey.SASL_AUTHENTICATE, version, correlation_id,
@@ -165,22 +168,25 @@ class SaslServerAuthenticator:
         except SaslAuthenticationFailed as e:
             self._fail(str(e), e.username)
             return
-        if self._server.complete and not self._completed():
-            return
+        if self._server.complete:
+            refused = self._completed()
+            if refused is not None:
+                self._fail(refused, self._server.authorization_id)
+                return
         self._write(framing.frame_size(len(challenge)) + challenge)
 
-    def _completed(self) -> bool:
-        """The exchange succeeded: the principal is set (re-authentication may not change it)."""
+    def _completed(self) -> str | None:
+        """The exchange succeeded: the principal is set; re-authentication may not change it (the
+        reason it is refused, else None)."""
         principal = user(self._server.authorization_id)
         if self.principal is not None and principal != self.principal:
-            self._fail(f"Cannot change principals during re-authentication from {self.principal} to {principal}", self._server.authorization_id)
-            return False
+            return f"Cannot change principals during re-authentication from {self.principal} to {principal}"
         self.principal = principal
         self.state = State.COMPLETE
         reauth = self._sasl.reauth_ms
         self._expires_at = self._clock() + reauth / 1000 if reauth > 0 else None
         log.debug("Connection from %s on listener %s authenticated as %s with %s", self._address, self._listener, principal, self._server.mechanism)
-        return True
+        return None
 
     # -- failures ----------------------------------------------------------------------------------
 
