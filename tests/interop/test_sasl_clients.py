@@ -159,3 +159,38 @@ def test_aiokafka(sasl_broker, certs, protocol, mechanism):
         return received
 
     assert asyncio.run(asyncio.wait_for(run(), 60)) == VALUES
+
+
+def test_confluent_kafka_re_authenticates_before_its_session_ends(tmp_path):
+    """KIP-368 with librdkafka: a producer running past several session lifetimes keeps its
+    connection by re-authenticating, and none of its sends fails."""
+    import time
+
+    from confluent_kafka import Producer
+
+    broker = BrokerProcess(tmp_path / "broker", {
+        "broker.id": "0",
+        "num.partitions": "1",
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,PLAIN",
+        "sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{USER}="{PASSWORD}";',
+        "connections.max.reauth.ms": "1500",
+    }, log_level="DEBUG").start()
+    try:
+        port = [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))][1]
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "PLAIN", "sasl.username": USER, "sasl.password": PASSWORD})
+        failures: list = []
+        end = time.monotonic() + 5  # more than three session lifetimes
+        sent = 0
+        while time.monotonic() < end:
+            producer.produce("reauth", b"x", on_delivery=lambda error, _message: error and failures.append(error))
+            sent += 1
+            producer.poll(0.1)
+            time.sleep(0.1)
+        assert producer.flush(30) == 0 and failures == []
+    finally:
+        broker.stop()
+    peers = [m.group(1) for line in broker.log_lines if (m := re.search(rf"Connection from (\S+) on listener \S+ authenticated as User:{USER}", line))]
+    assert len(peers) > len(set(peers))  # a connection authenticated again, rather than a new one
+    assert not any("SASL session expired" in line or "Failed authentication" in line for line in broker.log_lines)

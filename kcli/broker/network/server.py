@@ -537,7 +537,7 @@ class Connection(FrameStream):
         if self._security.sasl is not None:
             server = self._server
             self.authenticator = SaslServerAuthenticator(
-                self._security.sasl, self.listener, self.address, server.scram_credential, self.write, self.close,
+                self._security.sasl, self.listener, self.peer, server.scram_credential, self.write, self.close,
                 lambda frame: server._handle(frame, self),
             )
         self._loop.create_task(self._server.serve(self))
