@@ -161,6 +161,22 @@ def test_alter_topic_writes_the_config_and_a_change_notification(kcli, chroot):
     assert notifications(zk) == [{"version": 2, "entity_path": "topics/events"}] * 2
 
 
+def test_alter_topic_from_a_properties_file_warns_of_message_format_version_as_28_does(kcli, chroot, tmp_path):
+    connect, zk = chroot
+    create_topic(zk, "legacy")
+    props = tmp_path / "topic.properties"
+    props.write_text("message.format.version=2.8\nretention.ms = 5000\n")
+    result = kcli("configs", "--zookeeper", connect, "--alter", "--topic", "legacy", "--add-config-file", str(props))
+    assert (result.returncode, result.stderr) == (0, ""), result
+    # Kafka 2.8's parseConfigsToBeAdded (the 3.x text adds sentences about 3.0 and 4.0).
+    assert result.lines == DEPRECATION + [
+        "WARNING: The configuration message.format.version=2.8 is specified. This configuration will be ignored if the version "
+        "is newer than the inter.broker.protocol.version specified in the broker.",
+        "Completed updating config for entity: topic 'legacy'.",
+    ]
+    assert znode(zk, "/config/topics/legacy")["config"] == {"message.format.version": "2.8", "retention.ms": "5000"}
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
