@@ -137,10 +137,9 @@ def _alter(out, admin, entity_type: str, name: str, add_config, add_config_file,
     if entity_type == "brokers":
         broker_id = None if name == zk.DEFAULT_ENTITY else _parse_broker(name)
         additions = _checked_broker_additions(admin, broker_id, name, additions)
-    current = JavaHashtable()
+    # Kafka merges into the Properties it read the znode into; the znode is written in its order.
     merged = admin.zk_client.entity_configs(entity_type, name)
-    for key in merged:
-        current.put(key)
+    current = JavaHashtable(merged)
     missing = [key for key in deletions if key not in merged]
     if missing:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid config(s): {','.join(missing)}")
