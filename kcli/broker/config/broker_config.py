@@ -522,7 +522,7 @@ _LISTENER_CONFIGS = frozenset({
     "sasl.login.refresh.buffer.seconds", "max.connections", "max.connection.creation.rate",
     "num.network.threads",
 })  # fmt: skip
-_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
 _LOG_CLEANER_CONFIGS = frozenset({
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.buffer.size", "message.max.bytes", "log.cleaner.io.max.bytes.per.second",
@@ -547,7 +547,7 @@ ALL_DYNAMIC_CONFIGS = (
     | _SOCKET_SERVER_CONFIGS
     | _OTHER_DYNAMIC_CONFIGS
 )
-PER_BROKER_CONFIGS = (DYNAMIC_SECURITY_CONFIGS | _LISTENER_CONFIGS) - _CLUSTER_LEVEL_LISTENER_CONFIGS
+PER_BROKER_CONFIGS = (DYNAMIC_SECURITY_CONFIGS | _LISTENER_CONFIGS) - CLUSTER_LEVEL_LISTENER_CONFIGS
 # Catalog keys that can never change while the broker runs.
 NON_DYNAMIC_CONFIGS = frozenset(BROKER_CONFIG_DEF.names()) - ALL_DYNAMIC_CONFIGS - frozenset(BROKER_QUOTA_CONFIG_DEF.names())
 
