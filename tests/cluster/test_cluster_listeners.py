@@ -6,7 +6,6 @@ Each broker registers every endpoint and its protocol map in ``/brokers/ids/N`` 
 from __future__ import annotations
 
 import json
-import re
 
 from tests.cluster.conftest import wait_until
 from tests.wire_client import WireClient, code
@@ -16,7 +15,7 @@ LEADER_NOT_AVAILABLE = 5
 
 
 def _ports(broker) -> list[int]:
-    return [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    return broker.listener_ports
 
 
 def _partitions(port: int, topic: str, version: int):

@@ -9,7 +9,6 @@ import base64
 import hashlib
 import hmac
 import json
-import re
 
 from tests.cluster.conftest import wait_until
 from tests.scram_client import Scram
@@ -19,7 +18,7 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_ad
 
 
 def _sasl_port(broker) -> int:
-    return [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))][1]
+    return broker.listener_ports[1]
 
 
 def _credential(password: str, salt: bytes, iterations: int = 4096) -> str:

@@ -6,7 +6,6 @@ to internal addresses, one on an external listener to external ones)."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 
@@ -25,7 +24,7 @@ BROKER_OVERRIDES = {
 
 
 def _ports(broker) -> list[int]:
-    return [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    return broker.listener_ports
 
 
 @pytest.fixture(scope="module")

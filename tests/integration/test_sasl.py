@@ -8,7 +8,6 @@ session lifetime is answered, and a request after it closes the connection."""
 from __future__ import annotations
 
 import hashlib
-import re
 import struct
 import time
 
@@ -25,7 +24,7 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_al
 
 
 def _ports(broker) -> list[int]:
-    return [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    return broker.listener_ports
 
 
 def _start(tmp_path_factory, **extra: str) -> BrokerProcess:

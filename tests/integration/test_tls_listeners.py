@@ -5,7 +5,6 @@ log line and no traceback. A listener whose key store does not load refuses the 
 
 from __future__ import annotations
 
-import re
 import socket
 import ssl
 import struct
@@ -38,7 +37,7 @@ def expired(tmp_path_factory):
 
 
 def _ports(broker) -> list[int]:
-    return [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    return broker.listener_ports
 
 
 def _start(tmp_path_factory, overrides: dict[str, str]) -> BrokerProcess:

@@ -36,7 +36,7 @@ def sasl_broker(tmp_path_factory, certs):
         "sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{USER}="{PASSWORD}";',
         **tls_overrides(certs),
     }).start()
-    ports = [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    ports = broker.listener_ports
     broker.ports = dict(zip(["PLAINTEXT", *PROTOCOLS], ports))
     from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
@@ -177,7 +177,7 @@ def test_confluent_kafka_re_authenticates_before_its_session_ends(tmp_path):
         "connections.max.reauth.ms": "1500",
     }, log_level="DEBUG").start()
     try:
-        port = [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))][1]
+        port = broker.listener_ports[1]
         producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_PLAINTEXT",
                              "sasl.mechanism": "PLAIN", "sasl.username": USER, "sasl.password": PASSWORD})
         failures: list = []

@@ -5,7 +5,6 @@ range among them) and consumes back through the broker's TLS endpoint."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
 
@@ -31,7 +30,7 @@ def tls_broker(tmp_path_factory, certs):
         "ssl.client.auth": "required",
         **tls_overrides(certs),
     }).start()
-    broker.ssl_port = [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))][1]
+    broker.ssl_port = broker.listener_ports[1]
     yield broker
     broker.stop()
 

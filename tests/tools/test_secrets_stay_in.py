@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 
 import pytest
 
@@ -36,7 +35,7 @@ def secured(tmp_path_factory):
         "ssl.keystore.location": str(encrypted / "server.keystore.pem"),
         "ssl.key.password": KEY_PASSWORD,
     }, log_level="DEBUG").start()
-    broker.ports = [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    broker.ports = broker.listener_ports
     broker.trust = encrypted / "ca.pem"
     yield broker
     broker.stop()

@@ -5,7 +5,6 @@ TLS. A misspelt security key, a trust store of another CA and a wrong password a
 
 from __future__ import annotations
 
-import re
 import uuid
 
 import pytest
@@ -36,7 +35,7 @@ def secured(tmp_path_factory, certs):
         "sasl.jaas.config": PLAIN_JAAS,
         **tls_overrides(certs),
     }).start()
-    ports = [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    ports = broker.listener_ports
     broker.ports = dict(zip(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], ports))
     yield broker
     broker.stop()
