@@ -15,6 +15,11 @@ partition, then sends the measured requests, every answer checked:
 - with ``--frames FILE``, such a recording, byte for byte (librdkafka's Produce v10 requests), so
   that two trees get exactly the same requests.
 
+With ``--read-back`` the measured phase is instead the read that follows the produce: Fetch v4
+requests built here (every unfinished partition from its next offset, 1 MiB per partition, 50 MiB
+per answer, as librdkafka's defaults ask) until every partition is read to its high watermark, so
+that two trees' fetch paths can be compared on the same data.
+
 Around the measured phase it runs ``--before`` and ``--after`` (``{pid}`` is the broker's process),
 e.g. ``callgrind_control -z {pid}`` and ``callgrind_control -d {pid}``, so that a callgrind count
 holds the produce path alone. It prints the broker's minor page faults (fresh pages touched) and
@@ -22,7 +27,7 @@ CPU seconds over the measured phase, and the wall time (as noisy as the machine)
 
 Usage: .venv/bin/python bench/produce_replay.py [--tree DIR] [--records N] [--value-size B] [--partitions N]
            [--run N] [--per-request N] [--in-flight N] [--client replay|loadgen [--compression C]] [--record FILE | --frames FILE]
-           [--prelude N] [--wrap CMD] [--before CMD] [--after CMD] [--cprofile FILE] [--dir DIR]
+           [--prelude N] [--read-back] [--wrap CMD] [--before CMD] [--after CMD] [--cprofile FILE] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -196,6 +201,85 @@ def run_hook(command: str | None, pid: int) -> None:
         subprocess.run(shlex.split(command.format(pid=pid)), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
 
 
+FETCH, FETCH_VERSION = 1, 4
+
+
+def fetch_request(correlation_id: int, positions: dict[tuple[str, int], int]) -> bytes:
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (topic, partition), offset in positions.items():
+        by_topic.setdefault(topic, []).append((partition, offset))
+    body = struct.pack(">hhi", FETCH, FETCH_VERSION, correlation_id) + _string("replay")
+    body += struct.pack(">iiiib", -1, 500, 1, 50 * 1024 * 1024, 0) + struct.pack(">i", len(by_topic))
+    for topic, partitions in by_topic.items():
+        body += _string(topic) + struct.pack(">i", len(partitions))
+        for partition, offset in partitions:
+            body += struct.pack(">iqi", partition, offset, 1024 * 1024)
+    return struct.pack(">i", len(body)) + body
+
+
+def read_fetch_response(sock: socket.socket) -> tuple[int, list[tuple[str, int, int, int, int]]]:
+    """(correlation id, [(topic, partition, error, high watermark, next offset after the whole
+    batches returned, or -1 when none)])."""
+    data = read_exactly(sock, struct.unpack(">i", read_exactly(sock, 4))[0])
+    correlation_id, _throttle, topics = struct.unpack_from(">iii", data, 0)
+    pos, answers = 12, []
+    for _ in range(topics):
+        (length,) = struct.unpack_from(">h", data, pos)
+        topic = data[pos + 2 : pos + 2 + length].decode()
+        pos += 2 + length
+        (partitions,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(partitions):
+            partition, error, high_watermark, _lso, aborted = struct.unpack_from(">ihqqi", data, pos)
+            pos += 26 + max(aborted, 0) * 16
+            (size,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            end, batch, next_offset = pos + max(size, 0), pos, -1
+            while batch + 12 <= end:
+                base_offset, batch_length = struct.unpack_from(">qi", data, batch)
+                if batch + 12 + batch_length > end:
+                    break  # a partial batch at the end of the answer
+                next_offset = base_offset + struct.unpack_from(">i", data, batch + 23)[0] + 1
+                batch += 12 + batch_length
+            answers.append((topic, partition, error, high_watermark, next_offset))
+            pos = end
+    return correlation_id, answers
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def read_back(args: argparse.Namespace, broker: Broker, targets: list[tuple[str, int]]) -> None:
+    """The measured phase of ``--read-back``: every partition read from offset 0 to its high
+    watermark, one Fetch at a time."""
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=args.start_timeout)
+    pid = broker.python_pid()
+    positions = {target: 0 for target in targets}
+    fetches = records_bytes = 0
+    run_hook(args.before, pid)
+    cpu_before, faults_before, start = cpu_seconds(pid), minor_faults(pid), time.perf_counter()
+    while positions:
+        fetches += 1
+        sock.sendall(fetch_request(fetches, positions))
+        correlation_id, answers = read_fetch_response(sock)
+        if correlation_id != fetches:
+            raise RuntimeError(f"Fetch {fetches} answered as {correlation_id}")
+        for topic, partition, error, high_watermark, next_offset in answers:
+            if error:
+                raise RuntimeError(f"Fetch of {topic}-{partition} answered error {error}")
+            if next_offset > 0:
+                positions[(topic, partition)] = next_offset
+            if positions[(topic, partition)] >= high_watermark:
+                del positions[(topic, partition)]
+    elapsed, cpu, faults = time.perf_counter() - start, cpu_seconds(pid) - cpu_before, minor_faults(pid) - faults_before
+    run_hook(args.after, pid)
+    sock.close()
+    print(f"read back: {fetches} Fetch requests for {len(targets)} partitions: broker minor page faults {faults:,}; "
+          f"{elapsed:.2f} s wall, broker CPU {cpu:.2f} s (wall and CPU depend on the machine's load)", flush=True)
+
+
 def replay(args: argparse.Namespace, workdir: Path) -> None:
     broker = Broker(args.tree.resolve(), workdir / "logs", shlex.split(args.wrap or ""), args.cprofile, args.record)
     try:
@@ -246,9 +330,14 @@ def replay(args: argparse.Namespace, workdir: Path) -> None:
             return produce_with_loadgen(args, broker, bootstrap, targets, warmup=False)
         if args.frames:
             sock.close()
-            return replay_frames(args, broker)
+            replay_frames(args, broker)
+            if args.read_back:
+                read_back(args, broker, targets)
+            return
         pid = broker.python_pid()
-        run_hook(args.before, pid)
+        produce_hooks = not args.read_back
+        if produce_hooks:
+            run_hook(args.before, pid)
         cpu_before, faults_before, start = cpu_seconds(pid), minor_faults(pid), time.perf_counter()
         requests_before, sent = correlation, 0
         share, extra = divmod(args.records, len(targets))
@@ -270,7 +359,8 @@ def replay(args: argparse.Namespace, workdir: Path) -> None:
         while in_flight:
             receive()
         elapsed, cpu, faults = time.perf_counter() - start, cpu_seconds(pid) - cpu_before, minor_faults(pid) - faults_before
-        run_hook(args.after, pid)
+        if produce_hooks:
+            run_hook(args.after, pid)
         sock.close()
         files = [path for path in (workdir / "logs").rglob("*") if path.is_file()]
         apparent = sum(path.stat().st_size for path in files)
@@ -279,6 +369,8 @@ def replay(args: argparse.Namespace, workdir: Path) -> None:
         print(f"{correlation - requests_before} Produce requests, {sent:,} records of {args.value_size} B to {len(targets)} partitions "
               f"({sent * args.value_size / 1e6:.1f} MB of values): broker minor page faults {faults:,}; {elapsed:.2f} s wall, broker CPU {cpu:.2f} s "
               f"({sent / elapsed:,.0f} records/s; wall and CPU depend on the machine's load)")
+        if args.read_back:
+            read_back(args, broker, targets)
     finally:
         broker.stop()
 
@@ -319,8 +411,9 @@ def replay_frames(args: argparse.Namespace, broker: Broker) -> None:
         position += 4 + size
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=args.start_timeout)
     pid = broker.python_pid()
+    hooks = not args.read_back
     for round_ in range(args.repeat):
-        if round_ == 0:
+        if round_ == 0 and hooks:
             run_hook(args.before, pid)
         cpu_before, faults_before, start = cpu_seconds(pid), minor_faults(pid), time.perf_counter()
         outstanding = 0
@@ -334,7 +427,7 @@ def replay_frames(args: argparse.Namespace, broker: Broker) -> None:
             read_exactly(sock, struct.unpack(">i", read_exactly(sock, 4))[0])
             outstanding -= 1
         elapsed, cpu, faults = time.perf_counter() - start, cpu_seconds(pid) - cpu_before, minor_faults(pid) - faults_before
-        if round_ == 0:
+        if round_ == 0 and hooks:
             run_hook(args.after, pid)
         print(f"round {round_ + 1}: {len(frames)} recorded Produce requests ({len(data) / 1e6:,.1f} MB) from {args.frames}: broker minor page faults {faults:,}; "
               f"{elapsed:.2f} s wall, broker CPU {cpu:.2f} s (wall and CPU depend on the machine's load)", flush=True)
@@ -375,12 +468,15 @@ def main() -> None:
     parser.add_argument("--frames", type=Path, default=None, help="send these recorded Produce requests (after the warm-up) instead of the built ones")
     parser.add_argument("--repeat", type=int, default=1, help="with --frames: send the recording this many times (the hooks wrap the first)")
     parser.add_argument("--wrap", default=None, help="a command the broker runs under, e.g. 'strace -c -f -o /tmp/s.txt'")
+    parser.add_argument("--read-back", action="store_true", help="measure the read that follows the produce (Fetch requests built here) instead of the produce")
     parser.add_argument("--before", default=None, help="a command run before the measured phase; {pid} is the broker's")
     parser.add_argument("--after", default=None, help="a command run after the measured phase; {pid} is the broker's")
     parser.add_argument("--cprofile", type=Path, default=None, help="run the broker under cProfile, its pstats written here")
     parser.add_argument("--dir", default=None, help="where the broker's log dir goes (default: a temporary directory)")
     parser.add_argument("--start-timeout", type=float, default=600.0)
     args = parser.parse_args()
+    if args.read_back and args.client == "loadgen":
+        parser.error("--read-back reads what the built or recorded requests wrote: not with --client loadgen")
     workdir = Path(tempfile.mkdtemp(prefix="kcli-replay-", dir=args.dir))
     try:
         replay(args, workdir)

@@ -93,7 +93,7 @@ complete -c kcli -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcom
 # configs
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l bootstrap-controller -x -d 'KRaft controllers: not available (kcli has none)'
-complete -c kcli -n '__fish_seen_subcommand_from configs' -l zookeeper -x -d 'ZooKeeper mode (Kafka 2.x): not available yet'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l zookeeper -x -d 'ZooKeeper mode (Kafka 2.8\'s path): HOST:PORT[/chroot]; topics and brokers'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l alter -d 'Alter the configs of the entity'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l describe -d 'List the configs of the entity'

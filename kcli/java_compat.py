@@ -119,6 +119,44 @@ def scala_hash_map_order(keys: Iterable[K], hash_of: Callable[[K], int] = string
     return scala_hash_table_order(improved, length)
 
 
+class JavaHashtable:
+    """The iteration order of a Java 8 ``java.util.Hashtable`` (and so of ``Properties``), kept
+    as keys are put and removed: buckets ``(h & 0x7FFFFFFF) % length`` enumerated from the
+    highest index down, the newest entry first within a bucket; the table starts at 11 and
+    becomes ``2 * length + 1`` (rehashed old bucket by old bucket, from the top) when a put
+    finds the count at three quarters of it."""
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        self._table: list[list[str]] = [[] for _ in range(11)]
+        self._count = 0
+        for key in keys:
+            self.put(key)
+
+    def _bucket(self, key: str, length: int) -> int:
+        return (string_hash(key) & 0x7FFFFFFF) % length
+
+    def put(self, key: str) -> None:
+        if key in self._table[self._bucket(key, len(self._table))]:
+            return
+        if self._count >= int(len(self._table) * 0.75):
+            old = self._table
+            self._table = [[] for _ in range(2 * len(old) + 1)]
+            for chain in reversed(old):
+                for moved in chain:
+                    self._table[self._bucket(moved, len(self._table))].insert(0, moved)
+        self._table[self._bucket(key, len(self._table))].insert(0, key)
+        self._count += 1
+
+    def remove(self, key: str) -> None:
+        chain = self._table[self._bucket(key, len(self._table))]
+        if key in chain:
+            chain.remove(key)
+            self._count -= 1
+
+    def keys(self) -> list[str]:
+        return [key for chain in reversed(self._table) for key in chain]
+
+
 # -- random numbers ----------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import time
 import zlib
 from pathlib import Path
 
+import lz4.frame
 import zstandard
 from crc32c import crc32c
 
@@ -25,6 +26,8 @@ def bomb_batch(codec: CompressionType, inflated_size: int = 128 << 20, record_co
     zeros = bytes(inflated_size)
     if codec is CompressionType.ZSTD:
         payload = zstandard.ZstdCompressor(level=19).compress(zeros)
+    elif codec is CompressionType.LZ4:  # Kafka's frame: independent 64 KiB blocks
+        payload = lz4.frame.compress(zeros, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False)
     else:
         deflater = zlib.compressobj(9, wbits=31)
         payload = deflater.compress(zeros) + deflater.flush()

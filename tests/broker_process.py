@@ -50,6 +50,11 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def listener_ports(self) -> list[int]:
+        """Every listener's port, in the order the broker announced them (its listeners' order)."""
+        return [int(m.group(1)) for line in self.log_lines if (m := _LISTENING.search(line))]
+
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         props = {
             "log.dirs": str(self.log_dir),

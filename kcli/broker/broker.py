@@ -50,6 +50,8 @@ from kcli.broker.transactions.hosting import start_transaction_coordinator
 from kcli.broker.transactions.verification import AddPartitionsToTxnManager, start_add_partitions_to_txn_manager
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.broker.network.listeners import inter_broker_security, listener_security
+from kcli.broker.security.credential_cache import CredentialCache
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
 from kcli.storage.log_cleaner import CleanerConfig
@@ -86,6 +88,9 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.add_partitions_to_txn_manager: AddPartitionsToTxnManager | None = None
+        self.credential_cache: CredentialCache | None = None
+        # How this broker's own channels reach the others' inter-broker listener (None: PLAINTEXT).
+        self.inter_broker_security = inter_broker_security(config)
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.server = Server(self, self.registry, settings=ServerSettings.from_config(config))
         self.endpoints: list[tuple[str, str, int]] = []
@@ -132,7 +137,9 @@ class Broker:
             mark_deletions=self.cluster_mode,
         )
         if self.cluster_mode:
-            self.controller_channel = ControllerChannelManager(loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"))
+            self.controller_channel = ControllerChannelManager(
+                loop, self.id, timeout_ms=self.config.get("controller.socket.timeout.ms"), security=self.inter_broker_security
+            )
         self.controller = KafkaController(
             self.zk_client, self.id, thread, channel=self.controller_channel, inter_broker_listener=self.inter_broker_listener(),
             delete_topic_enable=self.config.get("delete.topic.enable"),
@@ -151,20 +158,25 @@ class Broker:
         )
         if self.cluster_mode:
             self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
-                self.id, self.replica_manager, FetcherConfig.from_broker_config(self.config.get), self.inter_broker_address
+                self.id, self.replica_manager, FetcherConfig.from_broker_config(self.config.get), self.inter_broker_address,
+                self.inter_broker_security,
             )
             self.replica_manager.alter_isr_manager = AlterIsrManager(
                 self.id, lambda: self.broker_epoch, self.metadata.controller_id, self.inter_broker_address,
                 self.replica_manager.try_complete_delayed_requests, request_timeout_ms=self.config.get("controller.socket.timeout.ms"),
+                security=self.inter_broker_security,
             )
             self.replica_manager.alter_isr_manager.start()
         self.producer_ids = ProducerIdManager(store, self.id, thread)
         self.producer_ids.prefetch()
+        self.credential_cache = CredentialCache(store, thread)
+        await thread.call(self.credential_cache.start)
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
         # for controller (a controller counts the brokers registered), take up the partitions
         # this broker leads, and only then accept requests.
         for listener_name, host, port in self.config.listeners:
-            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False)))
+            security = listener_security(self.config, listener_name)
+            self.endpoints.append((listener_name, *await self.server.listen(host, port, listener_name, accept=False, security=security)))
         endpoints = [zk_paths.Endpoint(name, host, port, self.config.security_protocol(name)) for name, host, port in self.advertised_endpoints()]
         self._registration = (endpoints, self.config.get("broker.rack"))
         await thread.call(self._register)
@@ -278,7 +290,7 @@ class Broker:
 
     def inter_broker_listener(self) -> str:
         """Kafka's inter.broker.listener.name, else the listener of security.inter.broker.protocol."""
-        return (self.config.get("inter.broker.listener.name") or self.config.get("security.inter.broker.protocol")).upper()
+        return self.config.inter_broker_listener_name
 
     def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where a live broker listens for other brokers: its endpoint of the inter-broker
@@ -286,16 +298,19 @@ class Broker:
         registration = self.metadata.alive_brokers().get(broker_id)
         if registration is None or not registration.endpoints:
             return None
-        listener = self.inter_broker_listener()
-        endpoint = next((e for e in registration.endpoints if e.listener_name.upper() == listener), registration.endpoints[0])
+        endpoint = _endpoint_on(registration.endpoints, self.inter_broker_listener()) or registration.endpoints[0]
         return endpoint.host, endpoint.port
 
-    def live_brokers(self) -> list[BrokerAddress]:
-        """Every registered broker at its first advertised endpoint."""
+    def live_brokers(self, listener_name: str | None = None) -> list[BrokerAddress]:
+        """Every registered broker at its endpoint on ``listener_name`` (a broker without that
+        listener is left out, as Kafka's MetadataCache leaves it out of a Metadata answer), or,
+        with no name, on the inter-broker listener, else at its first endpoint."""
         result = []
         for broker_id, registration in self.metadata.alive_brokers().items():
-            if registration.endpoints:
+            endpoint = _endpoint_on(registration.endpoints, listener_name or self.inter_broker_listener())
+            if endpoint is None and listener_name is None and registration.endpoints:
                 endpoint = registration.endpoints[0]
+            if endpoint is not None:
                 result.append(BrokerAddress(broker_id, endpoint.host, endpoint.port, registration.rack))
         return result
 
@@ -485,7 +500,9 @@ class Broker:
                 log.warning("[KafkaServer id=%d] No controller to send the controlled shutdown request to", self.id)
                 continue
             try:
-                connection = await BrokerConnection.open(address[0], address[1], client_id=f"broker-{self.id}", timeout=timeout)
+                connection = await BrokerConnection.open(
+                    address[0], address[1], client_id=f"broker-{self.id}", timeout=timeout, security=self.inter_broker_security
+                )
                 try:
                     answer = await connection.call(ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": self.id, "broker_epoch": self.broker_epoch}, timeout=timeout)
                 finally:
@@ -535,6 +552,8 @@ class Broker:
             await self.controller_channel.close()
         if self.metadata is not None:
             self.metadata.close()
+        if self.credential_cache is not None:
+            self.credential_cache.stop()
         if self.zk_client is not None:
             try:
                 await self.metadata_thread.call(self.zk_client.store.close)
@@ -549,3 +568,9 @@ class Broker:
             finish = self.log_manager.shutdown if self._logs_loaded else self.log_manager.abandon
             await asyncio.get_running_loop().run_in_executor(None, finish)
         log.info("[KafkaServer id=%d] shut down completed", self.id)
+
+
+def _endpoint_on(endpoints, listener_name: str):
+    """The endpoint of ``endpoints`` on the listener ``listener_name``, or None."""
+    name = listener_name.upper()
+    return next((endpoint for endpoint in endpoints if endpoint.listener_name.upper() == name), None)

@@ -17,15 +17,29 @@ _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING
 def load_config(properties_path: str | None, overrides: list[str]):
     """The broker's configuration; refuses security kcli does not have rather than serve it as
     plaintext, and warns about each key no Kafka broker defines."""
-    from kcli.broker.config.broker_config import BrokerConfig, unknown_keys, unsupported_security
+    from kcli.broker.config.broker_config import BrokerConfig, inter_broker_listener_problem, unknown_keys, unsupported_security
 
     config = BrokerConfig.from_file(properties_path or None, overrides)
-    problem = unsupported_security(config)
+    problem = unsupported_security(config) or inter_broker_listener_problem(config) or _listener_problem(config)
     if problem is not None:
         raise KcliError(f"the broker cannot start: {problem}")
     for key in unknown_keys(config):
         logging.getLogger("kcli.broker").warning("The configuration '%s' was supplied but isn't a known config.", key)
     return config
+
+
+def _listener_problem(config) -> str | None:
+    """Why a listener's security does not load (a key store missing or unreadable), checked
+    before anything is written."""
+    from kcli.broker.network.listeners import ListenerConfigError, inter_broker_security, listener_security
+
+    try:
+        for endpoint in config.listeners:
+            listener_security(config, endpoint.listener_name)
+        inter_broker_security(config)
+    except ListenerConfigError as e:
+        return str(e)
+    return None
 
 
 def configure_logging(level_name: str) -> None:

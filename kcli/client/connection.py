@@ -5,6 +5,11 @@ id, so many requests may be in flight at once. On connect it sends ApiVersions a
 broker's range for every API (and the feature flags the answer carries); ``version_for`` then picks the highest version both sides speak, so
 the same call works against kcli and against Apache Kafka 2.x-3.x brokers.
 
+With a ``ClientSecurity`` (``security_config``) the connection is wrapped in TLS as it is made
+(the broker's name checked unless ssl.endpoint.identification.algorithm is empty), and on
+SASL_PLAINTEXT and SASL_SSL it authenticates right after ApiVersions: SaslHandshake v1, then
+SaslAuthenticate (up to v2) until the mechanism is done; nothing else is sent before.
+
 Requests are version-independent mappings of field names (``mapping_encoder`` writes the fields the
 chosen version has and zeroes the ones the mapping lacks); answers are kio's response entities of
 the version that was sent, or for an API kio lacks, entities of the same shape (``stated_apis``).
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import ssl
 import struct
 import weakref
 from collections.abc import Mapping
@@ -30,6 +36,8 @@ _FRAMED_HEADER = struct.Struct(">ihhih")  # size, then request header v1
 _FRAMED_HEADER_V0 = struct.Struct(">ihhi")  # size, then request header v0 (no client id)
 _ERROR_CODE = struct.Struct(">h")
 API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 # The largest answer frame the client reads (librdkafka's receive.message.max.bytes default). A
 # size prefix above it is refused before anything is allocated: such a peer is not answering as a
 # Kafka broker (an HTTP server's "HTTP" reads as 1213486160). Fetch answers stay below it unless
@@ -151,20 +159,27 @@ class BrokerConnection:
     @classmethod
     async def open(
         cls, host: str, port: int, *, client_id: str = "kcli", timeout: float = 30.0, connect_timeout: float = CONNECT_TIMEOUT,
-        max_answer_bytes: int = MAX_ANSWER_BYTES, timeout_setting: str = "request.timeout.ms",
+        max_answer_bytes: int = MAX_ANSWER_BYTES, timeout_setting: str = "request.timeout.ms", security: Any = None,
     ) -> BrokerConnection:
         """Connect (within ``connect_timeout``, Kafka's socket.connection.setup.timeout.ms) and
         negotiate versions (ApiVersions answered within ``timeout``, which the user set as
-        ``timeout_setting``: the error names it)."""
+        ``timeout_setting``: the error names it); with ``security``, over TLS and SASL."""
         connection = cls(host, port, client_id, max_answer_bytes)
         connect_timeout = min(connect_timeout, timeout)
+        context = security.ssl_context if security is not None else None
+        tls = {"ssl": context, "server_hostname": host} if context is not None else {}
         try:
-            await asyncio.wait_for(asyncio.get_running_loop().create_connection(lambda: connection._stream, host, port), connect_timeout)
+            await asyncio.wait_for(asyncio.get_running_loop().create_connection(lambda: connection._stream, host, port, **tls), connect_timeout)
+        except ssl.SSLError as exc:
+            reason = getattr(exc, "verify_message", None) or exc.reason or str(exc)
+            raise BrokerUnreachable(f"cannot connect to {host}:{port}: the TLS handshake failed ({reason})") from None
         except (OSError, asyncio.TimeoutError) as exc:
             reason = f"no connection within {connect_timeout:g} s" if isinstance(exc, asyncio.TimeoutError) else _reason(exc)
             raise BrokerUnreachable(f"cannot connect to {host}:{port}: {reason}") from None
         try:
             await asyncio.wait_for(connection._negotiate(), timeout)
+            if security is not None and security.uses_sasl:
+                await asyncio.wait_for(connection._authenticate(security), timeout)
         except asyncio.TimeoutError:
             await connection.close()
             raise BrokerUnreachable(
@@ -211,6 +226,34 @@ class BrokerConnection:
                 epoch if epoch >= 0 else None,
             )
             return
+
+    async def _authenticate(self, security: Any) -> None:
+        """SASL after ApiVersions (Kafka's SaslClientAuthenticator): a failure is the broker's
+        message, which names no secret."""
+        from kcli.security.sasl_client import SaslClientError, create_sasl_client
+
+        mechanism = security.sasl_mechanism
+        handshake = await self.send(SASL_HANDSHAKE, min(self.versions.get(SASL_HANDSHAKE, (0, 1))[1], 1), {"mechanism": mechanism}, timeout=None)
+        code = _code(handshake.error_code)
+        if code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
+            raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                             f"{self.address} does not offer SASL mechanism {mechanism} (it offers {', '.join(handshake.mechanisms)})")
+        if code:
+            raise KafkaError(ErrorCode.for_code(code), f"SaslHandshake to {self.address} failed: {ErrorCode.for_code(code).name}")
+        if self.versions.get(SASL_HANDSHAKE, (0, 0))[1] < 1:
+            raise KafkaError(ErrorCode.ILLEGAL_SASL_STATE, f"{self.address} speaks only SaslHandshake v0 (raw SASL tokens), which kcli's client does not")
+        version = min(self.versions.get(SASL_AUTHENTICATE, (0, 0))[1], 2)
+        client = create_sasl_client(mechanism, security.username, security.password)
+        token: bytes | None = client.first()
+        while token is not None:
+            answer = await self.send(SASL_AUTHENTICATE, version, {"auth_bytes": token}, timeout=None)
+            code = _code(answer.error_code)
+            if code:
+                raise KafkaError(ErrorCode.for_code(code), f"SASL authentication to {self.address} with {mechanism} failed: {answer.error_message or ErrorCode.for_code(code).name}")
+            try:
+                token = client.evaluate(answer.auth_bytes)
+            except SaslClientError as e:
+                raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED, f"SASL authentication to {self.address} with {mechanism} failed: {e}") from None
 
     def version_for(self, api_key: int, *, at_least: int = 0) -> int:
         """The highest version of ``api_key`` both kcli and this broker speak."""
@@ -339,7 +382,7 @@ def refused_frame_message(address: str, size: int, limit: int) -> str:
     message = f"{address} is not a Kafka broker: it answered a frame of {size} bytes"
     message += f" (a Kafka answer is 0 to {limit} bytes here)" if size < 0 else f", larger than the {limit} the client accepts"
     if prefix[0] in (0x15, 0x16) and prefix[1] == 0x03:
-        message += "; its first bytes are a TLS record: is it an SSL listener? kcli speaks PLAINTEXT only"
+        message += "; its first bytes are a TLS record: is it an SSL listener? (security.protocol=SSL)"
     elif all(0x20 <= b < 0x7F for b in prefix):
         message += f"; its first bytes read {prefix.decode('ascii')!r}"
         if prefix == b"HTTP":

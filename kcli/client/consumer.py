@@ -44,6 +44,7 @@ from kcli.client.fetcher import (
     TopicPartition,
 )
 from kcli.client.network_client import NetworkClient
+from kcli.client.security_config import is_security_key
 from kcli.errors import ErrorCode, KafkaError, KcliError
 
 __all__ = [
@@ -275,11 +276,9 @@ class Consumer:
             if entry is not None:
                 keyword, convert = entry
                 kwargs[keyword] = convert(name, value)
-            elif name == "security.protocol" and value.strip().upper() != "PLAINTEXT":
-                raise KcliError(f"security.protocol {value} is not supported: kcli speaks PLAINTEXT only")
             elif name == "group.protocol" and value.strip().lower() != "classic":
                 raise KcliError(f"group.protocol {value} is not supported: kcli's consumer speaks the classic group protocol")
-            elif name not in ACCEPTED_PROPERTIES and not name.startswith(("ssl.", "sasl.")):
+            elif name not in ACCEPTED_PROPERTIES and not is_security_key(name):
                 say(f"The configuration '{name}' was supplied but isn't a known config.")
         kwargs.update(overrides)
         kwargs.setdefault("client_id", cluster.client_id)

@@ -59,8 +59,11 @@ class NetworkClient:
         retries: int = 5,
         retry_backoff: float = 0.1,
         retry_backoff_max: float = 1.0,
+        security: Any = None,
     ) -> None:
+        """``security``: a ``security_config.ClientSecurity`` for TLS and SASL listeners."""
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.retries = retries
@@ -106,7 +109,8 @@ class NetworkClient:
         if timeout is None or timeout >= self.request_timeout:
             timeout, timeout_setting = self.request_timeout, "request.timeout.ms"
         return await BrokerConnection.open(
-            host, port, client_id=self.client_id, timeout=timeout, max_answer_bytes=self.max_answer_bytes, timeout_setting=timeout_setting
+            host, port, client_id=self.client_id, timeout=timeout, max_answer_bytes=self.max_answer_bytes, timeout_setting=timeout_setting,
+            security=self.security,
         )
 
     async def any_connection(self, *, timeout: float | None = None, timeout_setting: str = "request.timeout.ms") -> BrokerConnection:

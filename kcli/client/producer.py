@@ -72,6 +72,7 @@ class Producer:
                 request_timeout=config.request_timeout_ms / 1000,
                 retry_backoff=config.retry_backoff_ms / 1000,
                 retry_backoff_max=max(config.retry_backoff_ms, config.retry_backoff_max_ms) / 1000,
+                security=config.security,
             )
             self._owns_cluster = True
         self._max_block = config.max_block_ms / 1000

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kcli.client.security_config import client_security, is_security_key
 from kcli.errors import KcliError
 from kcli.storage.compression import CompressionType
 
@@ -56,6 +57,7 @@ class ProducerConfig:
     partitioner_ignore_keys: bool = False
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60000
+    security: Any = dataclasses.field(default=None, repr=False)  # security_config.ClientSecurity
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], *, warn: Callable[[str], None] | None = None) -> ProducerConfig:
@@ -72,11 +74,9 @@ class ProducerConfig:
                 attribute, convert = spec
                 setattr(config, attribute, convert(name, str(raw)))
                 given.add(name)
-            elif name == "security.protocol":
-                if str(raw).strip().upper() != "PLAINTEXT":
-                    raise KcliError(f"security.protocol {raw} is not supported: kcli speaks PLAINTEXT only")
-            elif name not in ACCEPTED_PROPERTIES:
+            elif name not in ACCEPTED_PROPERTIES and not is_security_key(name):
                 say(f"The configuration '{name}' was supplied but isn't a known config.")
+        config.security = client_security(props)
         config._check(given)
         return config
 

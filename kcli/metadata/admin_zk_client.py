@@ -14,7 +14,8 @@ onNewPartitionCreation), and tells the brokers.
 
 The ZooKeeper-era tools' path (``kcli topics --zookeeper``) is Kafka 2.8's AdminZkClient, with its
 checks and wording: ``zk_broker_racks``, ``zk_assign_new_topic``, ``zk_create_topic``,
-``zk_add_partitions``, ``zk_change_topic_config`` and ``zk_mark_for_deletion``. It writes only
+``zk_add_partitions``, ``zk_change_topic_config``, ``zk_change_broker_config`` and
+``zk_mark_for_deletion``. It writes only
 what Kafka 2.8's tools write (a topic's config and assignment, without topic id or partition
 states; a deletion mark) and leaves the rest to the active controller: the topic id, leader
 election, the deletion itself.
@@ -341,11 +342,22 @@ class AdminZkClient:
         self, name: str, configs: Mapping[str, str], *, config_validator: ConfigValidator | None = None
     ) -> None:
         """Kafka 2.8's changeTopicConfig: replace the overrides and notify through /config/changes."""
+        _validate_name_28(name)
         if not self.zk_client.topic_exists(name):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         overrides = checked_configs(configs, config_validator)
         self.zk_client.store.ensure_path(zk.CONFIG_CHANGES)
         self.zk_client.write_entity_config(zk.CONFIG_TYPE_TOPICS, name, overrides)
+
+    def zk_change_broker_config(
+        self, broker_id: int | None, configs: Mapping[str, str], *, config_validator: ConfigValidator | None = None
+    ) -> None:
+        """Kafka 2.8's changeBrokerConfig: replace one broker's dynamic overrides (the
+        cluster-wide defaults for None) and notify through /config/changes."""
+        overrides = checked_configs(configs, config_validator)
+        self.zk_client.store.ensure_path(zk.config_entity_type_path(zk.CONFIG_TYPE_BROKERS))
+        self.zk_client.store.ensure_path(zk.CONFIG_CHANGES)
+        self.zk_client.write_entity_config(zk.CONFIG_TYPE_BROKERS, zk.broker_entity_name(broker_id), overrides)
 
     def zk_mark_for_deletion(self, name: str) -> None:
         """Create ``/admin/delete_topics/<name>`` for the controller to act on; NodeExistsError

@@ -255,19 +255,28 @@ class KafkaZkClient:
         return decoded(zk.partition_state_path(name, partition), zk.decode_leader_and_isr, data), stat.version
 
     def topic_configs(self, name: str) -> dict[str, str]:
-        try:
-            data = self.store.get(zk.topic_config_path(name))[0]
-        except NoNodeError:
-            return {}
-        return decoded(zk.topic_config_path(name), zk.decode_entity_config, data)
+        return self.entity_configs(zk.CONFIG_TYPE_TOPICS, name)
 
     def broker_configs(self, broker_id: int | None) -> dict[str, str]:
         """The dynamic config overrides of one broker, or the cluster-wide defaults for None."""
+        return self.entity_configs(zk.CONFIG_TYPE_BROKERS, zk.broker_entity_name(broker_id))
+
+    def entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        """``/config/<type>/<name>``'s overrides in the znode's order; empty when it is missing
+        (Kafka's getEntityConfigs)."""
+        path = zk.config_entity_path(entity_type, entity_name)
         try:
-            data = self.store.get(zk.broker_config_path(broker_id))[0]
+            data = self.store.get(path)[0]
         except NoNodeError:
             return {}
-        return decoded(zk.broker_config_path(broker_id), zk.decode_entity_config, data)
+        return decoded(path, zk.decode_entity_config, data)
+
+    def entities_with_config(self, entity_type: str) -> list[str]:
+        """The names under ``/config/<type>`` (Kafka's getAllEntitiesWithConfig)."""
+        try:
+            return self.store.get_children(zk.config_entity_type_path(entity_type))
+        except NoNodeError:
+            return []
 
     def brokers_with_configs(self) -> list[int]:
         """The broker ids that have a ``/config/brokers/<id>`` node."""

@@ -76,21 +76,23 @@ def client_settings(
 
     ``bootstrap`` (the tool's flag) wins over ``bootstrap.servers``; ``client_id`` is the tool's
     default, used when the properties set none. Understood: bootstrap.servers, client.id,
-    request.timeout.ms, retries, retry.backoff.ms, retry.backoff.max.ms, security.protocol
-    (PLAINTEXT only). Names outside ``known`` (and not ssl.* / sasl.*) are reported through
-    ``warn`` in Kafka's words.
+    request.timeout.ms, retries, retry.backoff.ms, retry.backoff.max.ms, and the security keys
+    (``client.security_config``: TLS and SASL). Names outside ``known`` (and not ssl.* / sasl.*)
+    are reported through ``warn`` in Kafka's words.
     """
+    from kcli.client.security_config import client_security, is_security_key
+
     warn = warn or Output().diag
     for name in props:
-        if name not in known and not name.startswith(("ssl.", "sasl.")):
+        if name not in known and not is_security_key(name):
             warn(f"The configuration '{name}' was supplied but isn't a known config.")
-    protocol = props.get("security.protocol", "PLAINTEXT").strip()
-    if protocol.upper() != "PLAINTEXT":
-        raise KcliError(f"security.protocol={protocol} is not supported: kcli speaks PLAINTEXT only")
+    security = client_security(props)
     servers = bootstrap if bootstrap is not None else props.get("bootstrap.servers")
     if not servers or not servers.strip():
         raise UsageError("no bootstrap server given: use --bootstrap-server or bootstrap.servers")
     settings: dict[str, Any] = {"bootstrap_servers": servers}
+    if security is not None:
+        settings["security"] = security
     chosen_id = props.get("client.id") or client_id
     if chosen_id:
         settings["client_id"] = chosen_id

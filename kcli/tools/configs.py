@@ -23,7 +23,14 @@ the legacy AlterConfigs; kcli uses the incremental API wherever the broker has i
 same configs without having to resend (sensitive) values it cannot read back.
 
 Argument errors exit 2 with Kafka's message; failures exit 1 with one ``Error: ...`` line per
-failed entity. ``--zookeeper`` is answered with one line: not available yet.
+failed entity.
+
+``--zookeeper HOST:PORT[/chroot]`` (without ``--bootstrap-server``) is Kafka 2.8's ZooKeeper path
+for topics and brokers, with 2.8's checks where they differ (``--all`` needs
+``--bootstrap-server``; the entity types are topics, clients, users, brokers, ips; users, clients
+and ips are not available yet): ``Configs for topic 'T' are k=v,k2=v2`` (``brokers '0'``,
+``default brokers``) and ``Completed updating config for entity: topic 'T'.``, the config znode
+written with a change notification that live brokers follow (``kcli.tools.configs_zookeeper``).
 
 ``--output json`` (``--describe``) writes one object per entity: ``{"entity_type": str,
 "entity_name": str | null (null: the cluster-wide defaults), "configs": [{"name": str, "value":
@@ -63,8 +70,8 @@ def register(app: typer.Typer) -> None:
 def configs(
     bootstrap_server: BootstrapServerOpt = None,
     bootstrap_controller: Annotated[Optional[str], typer.Option("--bootstrap-controller", help="KRaft controllers: not available (kcli has none).")] = None,
-    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="ZooKeeper mode (Kafka 2.x): not available yet.")] = None,
-    zk_tls_config_file: Annotated[Optional[str], typer.Option("--zk-tls-config-file", hidden=True, help="Only with --zookeeper.")] = None,
+    zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="ZooKeeper mode (Kafka 2.8's path): HOST:PORT[/chroot]; topics and brokers.")] = None,
+    zk_tls_config_file: Annotated[Optional[str], typer.Option("--zk-tls-config-file", hidden=True, help="Only with --zookeeper: not available yet.")] = None,
     command_config: CommandConfigOpt = None,
     alter: Annotated[bool, typer.Option("--alter", help="Alter the configs of the entity.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="List the configs of the entity.")] = False,
@@ -107,6 +114,13 @@ def configs(
     duplicates = sorted({t for t in types if types.count(t) > 1}, key=types.index)
     if duplicates:
         raise UsageError(f"Duplicate entity type(s) specified: {','.join(duplicates)}")
+    # --zookeeper alone is Kafka 2.8's ZooKeeper path, with 2.8's checks where they differ.
+    zk_mode = zookeeper is not None and bootstrap_server is None and bootstrap_controller is None
+    if zk_mode:
+        from kcli.tools.configs_zookeeper import check_entity_type
+
+        for value in types:
+            check_entity_type(value)
     for value in types:
         if value not in ALLOWED_TYPES:
             raise UsageError(
@@ -125,10 +139,10 @@ def configs(
         raise UsageError("Only one of --bootstrap-server, --boostrap-controller, and --zookeeper can be specified")
     if zk_tls_config_file is not None and zookeeper is None:
         raise UsageError("Only the --zookeeper option can be used with the --zk-tls-config-file option.")
-    if zookeeper is not None:
-        from kcli.tools._admin_common import zookeeper_not_available
-
-        raise zookeeper_not_available()
+    if zk_mode and all_:
+        raise UsageError("--bootstrap-server must be specified for --all")
+    if zk_mode and zk_tls_config_file is not None:
+        raise KcliError("--zk-tls-config-file is not available yet: kcli's ZooKeeper sessions are plain")
     if bootstrap_controller is not None:
         raise KcliError("--bootstrap-controller is not available: kcli clusters have no KRaft controllers; use --bootstrap-server")
     has_name = any(names)
@@ -149,6 +163,17 @@ def configs(
             raise UsageError("Only one of --add-config or --add-config-file must be specified")
         if add_config is None and add_config_file is None and not delete_config:
             raise UsageError("At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
+    if zk_mode:
+        if output is Format.json:
+            raise UsageError("--output json applies to --describe with --bootstrap-server")
+        from kcli.tools.configs_zookeeper import run
+
+        try:
+            run(out, zookeeper, alter=alter, entity_type=types[0], entity_name=names[0] if names else None,
+                add_config=add_config, add_config_file=add_config_file, delete_config=delete_config)
+        finally:
+            out.flush()
+        return
     if output is Format.json and not describe:
         raise UsageError("--output json applies to --describe")
     unsupported = [t for t in types if t not in SUPPORTED_TYPES]
@@ -287,7 +312,23 @@ def _alter(session, out, kind: str, name: str, additions: dict[str, str], deleti
 
 
 def parse_configs_to_add(add_config: str | None, add_config_file: str | None, out) -> dict[str, str]:
-    """Kafka's parseConfigsToBeAdded: the file's properties, then ``--add-config``'s pairs."""
+    """Kafka 3.9's parseConfigsToBeAdded: ``read_configs_to_add``, its warning and key check."""
+    import re
+
+    from kcli.errors import UsageError
+
+    props = read_configs_to_add(add_config, add_config_file)
+    if "message.format.version" in props:
+        out.line(MESSAGE_FORMAT_WARNING.format(props["message.format.version"]))
+    for key in props:
+        if not re.fullmatch(r"[a-zA-Z0-9._-]*", key):
+            raise UsageError(f"Invalid character found for config key: {key}")
+    return props
+
+
+def read_configs_to_add(add_config: str | None, add_config_file: str | None) -> dict[str, str]:
+    """The file's properties, then ``--add-config``'s pairs (brackets group values holding
+    commas), as Kafka's parseConfigsToBeAdded reads them."""
     import re
 
     from kcli.config import read_properties
@@ -306,11 +347,6 @@ def parse_configs_to_add(add_config: str | None, add_config_file: str | None, ou
             raise UsageError('requirement failed: Invalid entity config: all configs to be added must be in the format "key=val".')
         for key, value in pairs:
             props[key.strip()] = re.sub(r"\[?\]?", "", value).strip()
-    if "message.format.version" in props:
-        out.line(MESSAGE_FORMAT_WARNING.format(props["message.format.version"]))
-    for key in props:
-        if not re.fullmatch(r"[a-zA-Z0-9._-]*", key):
-            raise UsageError(f"Invalid character found for config key: {key}")
     return props
 
 

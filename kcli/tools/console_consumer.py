@@ -310,7 +310,11 @@ class ConsoleConsumerSession:
 
         asyncio.get_running_loop().set_exception_handler(_ignore_orphaned_answers)
         props = self.options.consumer_props
-        cluster = NetworkClient(props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props))
+        from kcli.client.security_config import client_security
+
+        cluster = NetworkClient(
+            props["bootstrap.servers"], client_id=props["client.id"], request_timeout=_request_timeout(props), security=client_security(props)
+        )
         try:
             with StopSignals() as stop:
                 self._stop = stop

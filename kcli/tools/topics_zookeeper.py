@@ -99,7 +99,7 @@ class ZookeeperTopicService(TopicService):
 
     def _configs(self, items: list[str]) -> dict[str, str]:
         overrides = parse_topic_configs(items)
-        _validate_configs(overrides)
+        validate_log_config(overrides)
         if "message.format.version" in overrides:
             self.out.line(MESSAGE_FORMAT_WARNING_28.format(overrides["message.format.version"]))
         return overrides
@@ -122,7 +122,7 @@ class ZookeeperTopicService(TopicService):
             if assignment is None:
                 racks = self.admin.zk_broker_racks(rack_aware)
                 assignment = self.admin.zk_assign_new_topic(racks, partitions, replication_factor)
-            self.admin.zk_create_topic(name, assignment, overrides, config_validator=_validate_configs)
+            self.admin.zk_create_topic(name, assignment, overrides, config_validator=validate_log_config)
         except KafkaError as error:
             if error.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and if_not_exists:
                 return
@@ -146,7 +146,7 @@ class ZookeeperTopicService(TopicService):
         overrides = self._configs(configs)
         assignment = parse_replica_assignment(assignment_text) if assignment_text else None
         removed = [name.strip() for name in deleted_configs]
-        _validate_configs(dict.fromkeys(removed, ""), names_only=True)
+        validate_log_config(dict.fromkeys(removed, ""), names_only=True)
         self._ensure_found(names)
         for name in names:
             if configs or deleted_configs:
@@ -155,7 +155,7 @@ class ZookeeperTopicService(TopicService):
                 merged = {**self.zk_client.topic_configs(name), **overrides}
                 for key in removed:
                     merged.pop(key, None)
-                self.admin.zk_change_topic_config(name, merged, config_validator=_validate_configs)
+                self.admin.zk_change_topic_config(name, merged, config_validator=validate_log_config)
                 self.out.line(f"Updated config for topic {name}.")
             if partitions is not None:
                 if is_internal(name):
@@ -222,7 +222,7 @@ class ZookeeperTopicService(TopicService):
             self.out.line(DELETE_NOTE)
 
 
-def _validate_configs(configs, *, names_only: bool = False) -> None:
+def validate_log_config(configs, *, names_only: bool = False) -> None:
     """Kafka's LogConfig.validate (LogConfig.validateNames with ``names_only``)."""
     from kcli.errors import ErrorCode, KafkaError
     from kcli.storage.log_config import TOPIC_CONFIG_KEYS

@@ -58,7 +58,7 @@ def _closed_by_broker(sock: socket.socket, timeout: float = 10.0) -> bool:
 
 
 def _ports(broker: BrokerProcess) -> list[int]:
-    return [int(m.group(1)) for line in broker.log_lines if (m := re.search(r"Awaiting socket connections on [^\s]+:(\d+)\.", line))]
+    return broker.listener_ports
 
 
 @pytest.fixture

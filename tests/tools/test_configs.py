@@ -235,10 +235,6 @@ def test_connection_options(inproc):
     assert none.stderr.splitlines() == ["Error: One of the required --bootstrap-server, --boostrap-controller, or --zookeeper arguments must be specified"]
     both = inproc("configs", "--describe", "--topic", "t", "--bootstrap-server", "h:1", "--zookeeper", "z:2181")
     assert both.stderr.splitlines() == ["Error: Only one of --bootstrap-server, --boostrap-controller, and --zookeeper can be specified"]
-    zookeeper = inproc("configs", "--describe", "--topic", "t", "--zookeeper", "z:2181")
-    assert zookeeper.returncode == 1
-    [line] = zookeeper.stderr.splitlines()
-    assert line.startswith("Error: --zookeeper is not available yet")
 
 
 @pytest.mark.parametrize("entity", [("--user", "alice"), ("--client-defaults",), ("--entity-type", "ips", "--entity-name", "1.2.3.4")])

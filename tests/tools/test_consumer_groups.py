@@ -493,10 +493,10 @@ def test_command_config_takes_java_client_properties(kcli, cluster, tmp_path):
     assert ACTIVE in result.lines
     warning = "WARN The configuration 'no.such.setting' was supplied but isn't a known config. (org.apache.kafka.clients.admin.AdminClientConfig)"
     assert [line.split("] ", 1)[1] for line in result.stderr.splitlines()] == [warning]
-    config.write_text("security.protocol=SASL_SSL\n")
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
     refused = groups_cmd(kcli, cluster, "--list", "--command-config", str(config))
     assert refused.returncode == 1
-    assert refused.stderr.splitlines() == ["Error: security.protocol=SASL_SSL is not supported: kcli speaks PLAINTEXT only"]
+    assert refused.stderr.splitlines() == ["Error: sasl.mechanism=GSSAPI is not supported: kcli's client speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"]
 
 
 def test_missing_bootstrap_server(kcli):

@@ -1,8 +1,8 @@
 """The README's examples, run in order as written.
 
 Every ```sh block of README.md after the set-up block is run command by command with bash, in a
-fresh directory that also serves as HOME (``completions/`` is linked in, as in the checkout the
-README is read from). Only what would clash with other processes on this machine is changed: the
+fresh directory that also serves as HOME (``completions/`` and ``scripts/`` are linked in, as in
+the checkout the README is read from). Only what would clash with other processes on this machine is changed: the
 fixed ports (2181, 9092-9094, after ``:`` or ``=``) become free ones, ``/tmp/`` becomes a private directory, listeners
 bind 127.0.0.1, and the commands that use those defaults without naming them get them named.
 
@@ -88,6 +88,7 @@ class Walk:
         wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kcli \"$@\"\n")
         wrapper.chmod(0o755)
         (home / "completions").symlink_to(ROOT / "completions")
+        (home / "scripts").symlink_to(ROOT / "scripts")
         self.env = {
             **os.environ,
             "HOME": str(home),

@@ -371,10 +371,10 @@ def test_command_config_properties(kcli, broker, tmp_path):
     result = kcli("topics", "--bootstrap-server", broker.bootstrap, "--list", "--command-config", str(config))
     assert result.returncode == 0
     assert result.stderr.splitlines() == ["The configuration 'no.such.setting' was supplied but isn't a known config."]
-    config.write_text("security.protocol=SSL\n")
+    config.write_text("security.protocol=SSL\nssl.truststore.locaton=/tmp/ca.pem\n")
     secure = kcli("topics", "--bootstrap-server", broker.bootstrap, "--list", "--command-config", str(config))
     assert secure.returncode == 1
-    assert secure.stderr.splitlines() == ["Error: security.protocol=SSL is not supported: kcli speaks PLAINTEXT only"]
+    assert secure.stderr.splitlines() == ["Error: Unknown security config 'ssl.truststore.locaton' in the client configuration (a misspelt key?)"]
     missing = kcli("topics", "--bootstrap-server", broker.bootstrap, "--list", "--command-config", str(tmp_path / "nope"))
     assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
 

@@ -11,6 +11,7 @@ from kcli.broker.config.broker_config import (
     UpdateMode,
     broker_config_key,
     broker_config_synonyms,
+    inter_broker_listener_problem,
     parse_listeners,
     update_mode,
 )
@@ -265,3 +266,31 @@ def test_no_file_means_the_settings_of_kafkas_stock_server_properties():
     assert config.get("group.initial.rebalance.delay.ms") == 3000
     assert config.originals["broker.id"] == "0"
     assert BrokerConfig.from_properties({}).get("offsets.topic.replication.factor") == 3
+
+
+@pytest.mark.parametrize(
+    ("props", "problem"),
+    [
+        (
+            {"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"},
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+        ),
+        ({"inter.broker.listener.name": "REPLICATION"}, "Listener with name REPLICATION defined in inter.broker.listener.name not found in listener.security.protocol.map."),
+        (
+            {"listeners": "CLIENT://:9092", "listener.security.protocol.map": "CLIENT:PLAINTEXT"},
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+            "The valid options based on currently configured listeners are CLIENT",
+        ),
+    ],
+)
+def test_the_inter_broker_listener_is_checked_as_kafka_checks_it(props, problem):
+    assert inter_broker_listener_problem(BrokerConfig(props)) == problem
+
+
+def test_the_inter_broker_listener_is_named_or_follows_the_inter_broker_protocol():
+    named = BrokerConfig(
+        {"listeners": "CLIENT://:9092,internal://:9093", "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT",
+         "inter.broker.listener.name": "internal"}
+    )
+    assert named.inter_broker_listener_name == "INTERNAL" and inter_broker_listener_problem(named) is None
+    assert BrokerConfig({}).inter_broker_listener_name == "PLAINTEXT" and inter_broker_listener_problem(BrokerConfig({})) is None

@@ -614,7 +614,7 @@ def test_unknown_properties_are_warned_about_as_kafka_does():
         ({"transactional.id": "tx", "enable.idempotence": "false"}, "Cannot set a transactional.id without also enabling idempotence."),
         ({"transactional.id": "tx", "acks": "1"}, "Cannot set a transactional.id without also enabling idempotence."),
         ({"transaction.timeout.ms": "x"}, "Invalid value x for configuration transaction.timeout.ms: Not a number of type INT"),
-        ({"security.protocol": "SSL"}, "security.protocol SSL is not supported: kcli speaks PLAINTEXT only"),
+        ({"security.protocol": "SSL", "ssl.keystore.pasword": "x"}, "Unknown security config 'ssl.keystore.pasword' in the client configuration (a misspelt key?)"),
     ],
 )
 def test_bad_settings_are_refused_with_kafkas_words(props, message):

@@ -325,7 +325,7 @@ def test_a_refused_frame_size_says_what_the_peer_looks_like():
     tls = int.from_bytes(b"\x15\x03\x03\x00", "big")
     assert refused_frame_message("h:1", tls, 100) == (
         f"h:1 is not a Kafka broker: it answered a frame of {tls} bytes, larger than the 100 the client accepts; "
-        "its first bytes are a TLS record: is it an SSL listener? kcli speaks PLAINTEXT only"
+        "its first bytes are a TLS record: is it an SSL listener? (security.protocol=SSL)"
     )
     assert refused_frame_message("h:1", -1, 100) == "h:1 is not a Kafka broker: it answered a frame of -1 bytes (a Kafka answer is 0 to 100 bytes here)"
 

@@ -112,6 +112,24 @@ def test_hash_map_capacity_grows_past_three_quarters():
     assert hash_map_capacity(7, initial_capacity=5) == 16  # threshold 6 of 8
 
 
+def test_java_hashtable_order_follows_puts_rehash_and_removes():
+    # Orders printed by java.util.Hashtable (OpenJDK 17, whose Hashtable is Java 8's) after the
+    # same puts and removes: the first grows past 8 entries (capacity 11 -> 23).
+    from kcli.java_compat import JavaHashtable
+
+    table = JavaHashtable()
+    for key in ("retention.ms", "cleanup.policy", "segment.bytes", "compression.type", "min.insync.replicas", "max.message.bytes",
+                "segment.ms", "flush.ms", "flush.messages", "retention.bytes", "delete.retention.ms"):
+        table.put(key)
+    table.remove("flush.ms")
+    table.put("file.delete.delay.ms")
+    assert table.keys() == [
+        "file.delete.delay.ms", "segment.bytes", "delete.retention.ms", "retention.bytes", "min.insync.replicas", "cleanup.policy",
+        "segment.ms", "max.message.bytes", "flush.messages", "compression.type", "retention.ms",
+    ]
+    assert JavaHashtable(["compression.type", "cleanup.policy", "segment.bytes"]).keys() == ["segment.bytes", "cleanup.policy", "compression.type"]
+
+
 def test_scala_hash_map_order_sorts_a_bucket_by_hash():
     # Scala 2.13's mutable.HashMap keeps a bucket sorted by the improved hash, not by insertion:
     # "q" (113) and "a" (97) share bucket 1 of 16, and 97 < 113.

@@ -522,7 +522,7 @@ _LISTENER_CONFIGS = frozenset({
     "sasl.login.refresh.buffer.seconds", "max.connections", "max.connection.creation.rate",
     "num.network.threads",
 })  # fmt: skip
-_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
 _LOG_CLEANER_CONFIGS = frozenset({
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.buffer.size", "message.max.bytes", "log.cleaner.io.max.bytes.per.second",
@@ -547,7 +547,7 @@ ALL_DYNAMIC_CONFIGS = (
     | _SOCKET_SERVER_CONFIGS
     | _OTHER_DYNAMIC_CONFIGS
 )
-PER_BROKER_CONFIGS = (DYNAMIC_SECURITY_CONFIGS | _LISTENER_CONFIGS) - _CLUSTER_LEVEL_LISTENER_CONFIGS
+PER_BROKER_CONFIGS = (DYNAMIC_SECURITY_CONFIGS | _LISTENER_CONFIGS) - CLUSTER_LEVEL_LISTENER_CONFIGS
 # Catalog keys that can never change while the broker runs.
 NON_DYNAMIC_CONFIGS = frozenset(BROKER_CONFIG_DEF.names()) - ALL_DYNAMIC_CONFIGS - frozenset(BROKER_QUOTA_CONFIG_DEF.names())
 
@@ -836,6 +836,12 @@ class BrokerConfig:
         return self.listener_security_protocol_map[listener_name.upper()]
 
     @property
+    def inter_broker_listener_name(self) -> str:
+        """``inter.broker.listener.name``, else the listener named after
+        ``security.inter.broker.protocol`` (Kafka's ListenerName.forSecurityProtocol)."""
+        return (self.values["inter.broker.listener.name"] or self.values["security.inter.broker.protocol"]).upper()
+
+    @property
     def offsets_retention_ms(self) -> int:
         return self.values["offsets.retention.minutes"] * 60_000
 
@@ -971,30 +977,43 @@ class BrokerConfig:
 
 # -- what kcli refuses, and keys nobody defines --------------------------------------------------------
 
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+
+def inter_broker_listener_problem(config: BrokerConfig) -> str | None:
+    """Kafka's checks of the inter-broker listener (KafkaConfig, ZooKeeper mode): only one of the
+    two keys set, a named listener known to the protocol map and among the advertised ones."""
+    name = config.values["inter.broker.listener.name"]
+    if name is not None and "security.inter.broker.protocol" in config.originals:
+        return "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."
+    if name is not None and name.upper() not in config.listener_security_protocol_map:
+        return f"Listener with name {name.upper()} defined in inter.broker.listener.name not found in listener.security.protocol.map."
+    advertised = [endpoint.listener_name for endpoint in config.advertised_listeners]
+    if config.inter_broker_listener_name not in advertised:
+        return (
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+            f"The valid options based on currently configured listeners are {','.join(advertised)}"
+        )
+    return None
+
+
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def unsupported_security(config: BrokerConfig) -> str | None:
-    """Why the broker must not start, when its configuration asks for security kcli does not
-    have (TLS, SASL): serving such a listener as plaintext would be a silent downgrade. None when
-    everything asked for is PLAINTEXT."""
+    """Why the broker must not start, when its configuration asks for a security protocol kcli
+    does not have: serving it as plaintext would be a silent downgrade. The listeners' own
+    mechanisms and stores, and the inter-broker client's, are checked with them
+    (``broker.network.listeners``)."""
     for endpoint in config.listeners:
         protocol = config.security_protocol(endpoint.listener_name)
         if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
             return (
                 f"listener {endpoint.listener_name} uses security protocol {protocol}, which kcli does not support "
-                f"(only PLAINTEXT listeners are served)"
+                f"(PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners are served)"
             )
     protocol = config.get("security.inter.broker.protocol")
     if protocol not in SUPPORTED_SECURITY_PROTOCOLS and config.get("inter.broker.listener.name") is None:
-        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support (only PLAINTEXT)"
-    for key, value in config.effective_properties.items():
-        if (key == "sasl.enabled.mechanisms" or _LISTENER_SASL_MECHANISMS.fullmatch(key)) and value.strip():
-            return f"{key}={value.strip()} asks for SASL authentication, which kcli does not support"
+        return f"security.inter.broker.protocol={protocol} is a security protocol kcli does not support"
     return None
-
-
-_LISTENER_SASL_MECHANISMS = re.compile(r"listener\.name\.[^.]+\.sasl\.enabled\.mechanisms")
 
 
 def unknown_keys(config: BrokerConfig) -> list[str]:

@@ -41,7 +41,8 @@ class QueueItem:
 class _BrokerChannel:
     """One broker's queue and its sender task, on the loop."""
 
-    def __init__(self, controller_id: int, broker_id: int, host: str, port: int, timeout: float) -> None:
+    def __init__(self, controller_id: int, broker_id: int, host: str, port: int, timeout: float, security: Any = None) -> None:
+        self.security = security
         self.controller_id = controller_id
         self.broker_id = broker_id
         self.host = host
@@ -83,7 +84,7 @@ class _BrokerChannel:
             try:
                 if self.connection is None or self.connection.closed:
                     self.connection = await BrokerConnection.open(
-                        self.host, self.port, client_id=f"controller-{self.controller_id}", timeout=self.timeout
+                        self.host, self.port, client_id=f"controller-{self.controller_id}", timeout=self.timeout, security=self.security
                     )
                 return await self.connection.call(item.api_key, item.fields, timeout=self.timeout)
             except (KcliError, OSError) as e:
@@ -110,7 +111,9 @@ class _BrokerChannel:
 
 
 class ControllerChannelManager:
-    def __init__(self, loop: asyncio.AbstractEventLoop, controller_id: int, *, timeout_ms: int = 30_000) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, controller_id: int, *, timeout_ms: int = 30_000, security: Any = None) -> None:
+        """``security``: how to reach the inter-broker listener (``client.security_config.ClientSecurity``)."""
+        self._security = security
         self._loop = loop
         self.controller_id = controller_id
         self._timeout = timeout_ms / 1000
@@ -154,7 +157,7 @@ class ControllerChannelManager:
             if (current.host, current.port) == (host, port):
                 return
             self._remove(broker_id)
-        self._channels[broker_id] = _BrokerChannel(self.controller_id, broker_id, host, port, self._timeout)
+        self._channels[broker_id] = _BrokerChannel(self.controller_id, broker_id, host, port, self._timeout, self._security)
 
     def _remove(self, broker_id: int) -> None:
         channel = self._channels.pop(broker_id, None)

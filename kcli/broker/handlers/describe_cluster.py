@@ -38,7 +38,7 @@ def handle(ctx, request):
     return {
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id(),
-        "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in broker.live_brokers()],
+        "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in broker.live_brokers(ctx.listener_name)],
         "cluster_authorized_operations": authorized_operations.CLUSTER if include_ops else authorized_operations.NOT_REQUESTED,
         "endpoint_type": BROKER_ENDPOINTS,
     }

@@ -7,8 +7,9 @@ topic, as Kafka's broker does: ``offsets.topic.num.partitions`` partitions,
 fails, as in Kafka, and the answer stays COORDINATOR_NOT_AVAILABLE: a single broker needs
 ``offsets.topic.replication.factor=1``; so does a creation the disk refuses, logged once), ``cleanup.policy=compact``, ``segment.bytes`` =
 ``offsets.topic.segment.bytes`` and ``compression.type=producer`` (the coordinator's writes use
-``offsets.topic.compression.codec``). A partition without a live leader answers
-COORDINATOR_NOT_AVAILABLE. A transaction key is answered the same way with the leader of its
+``offsets.topic.compression.codec``). A partition without a live leader, or whose leader has no
+endpoint on the listener the request came in on, answers COORDINATOR_NOT_AVAILABLE; the
+coordinator is given at its endpoint on that listener. A transaction key is answered the same way with the leader of its
 ``__transaction_state`` partition, the topic created on the first lookup with the
 ``transaction.state.log.*`` settings (``transactions/hosting``). Share keys (v6) answer
 COORDINATOR_NOT_AVAILABLE, as a Kafka broker without share groups does, and INVALID_REQUEST
@@ -41,19 +42,21 @@ async def handle(ctx, request):
     key_type = getattr(request, "key_type", GROUP)
     version = ctx.api_version
     if version >= 4:
-        return {"coordinators": [dict(key=key, **await _coordinator(ctx.broker, key_type, key, version)) for key in request.coordinator_keys]}
-    return await _coordinator(ctx.broker, key_type, request.key, version)
+        return {
+            "coordinators": [dict(key=key, **await _coordinator(ctx.broker, key_type, key, version, ctx.listener_name)) for key in request.coordinator_keys]
+        }
+    return await _coordinator(ctx.broker, key_type, request.key, version, ctx.listener_name)
 
 
-async def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
+async def _coordinator(broker, key_type: int, key: str, version: int, listener_name: str) -> dict:
     if key_type == GROUP:
         try:
-            return await _group_coordinator(broker, key)
+            return await _group_coordinator(broker, key, listener_name)
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == TRANSACTION:
         try:
-            return await _transaction_coordinator(broker, key)
+            return await _transaction_coordinator(broker, key, listener_name)
         except KcliError as e:
             code, message = e.error_code, str(e)
     elif key_type == SHARE and version >= 6:
@@ -63,22 +66,22 @@ async def _coordinator(broker, key_type: int, key: str, version: int) -> dict:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-async def _group_coordinator(broker, group_id: str) -> dict:
+async def _group_coordinator(broker, group_id: str, listener_name: str) -> dict:
     topic = broker.metadata.topic(GROUP_METADATA_TOPIC_NAME) or await _create_offsets_topic(broker)
     partition = broker.group_coordinator.partition_for(group_id)
-    return _leader_of(broker, topic, partition)
+    return _leader_of(broker, topic, partition, listener_name)
 
 
-async def _transaction_coordinator(broker, transactional_id: str) -> dict:
+async def _transaction_coordinator(broker, transactional_id: str, listener_name: str) -> dict:
     topic = await transaction_state_topic(broker)
     partition = broker.transaction_coordinator.partition_for(transactional_id)
-    return _leader_of(broker, topic, partition)
+    return _leader_of(broker, topic, partition, listener_name)
 
 
-def _leader_of(broker, topic, partition: int) -> dict:
+def _leader_of(broker, topic, partition: int, listener_name: str) -> dict:
     state = topic.partitions.get(partition)
     leader = state.leader if state is not None else -1
-    node = next((b for b in broker.live_brokers() if b.id == leader), None)
+    node = next((b for b in broker.live_brokers(listener_name) if b.id == leader), None)
     # Named leader here but not hosting it yet (the controller's LeaderAndIsr is still being
     # applied, or the log is offline): not this broker's to coordinate yet, as on a Kafka broker,
     # whose cache learns the leader only after it took the partition up.

@@ -8,7 +8,10 @@ in-sync and offline replicas. A missing topic is created when the request allows
 ``default.replication.factor``, and is answered at once with its partitions; otherwise
 UNKNOWN_TOPIC_OR_PARTITION. An illegal name answers INVALID_TOPIC_EXCEPTION; internal topics are
 never auto-created here. A topic asked for by id (v10+) that does not exist answers
-UNKNOWN_TOPIC_ID. Authorized operations (v8+), when asked for, are what Kafka answers without an
+UNKNOWN_TOPIC_ID. Brokers are given at their endpoint on the listener the request came in on;
+a broker without that listener is left out, and a partition whose live leader lacks it has no
+leader and LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before), as Kafka's MetadataCache
+answers. Authorized operations (v8+), when asked for, are what Kafka answers without an
 authorizer (``authorized_operations``): every topic operation on each topic answered by name,
 errors included (not on an unknown topic id), and in v8-10 every cluster operation.
 
@@ -36,33 +39,51 @@ ZERO_UUID = uuid.UUID(int=0)
 log = logging.getLogger(__name__)
 
 
+# Kafka answers LISTENER_NOT_FOUND from v6 (errorUnavailableListeners), LEADER_NOT_AVAILABLE before.
+FIRST_WITH_LISTENER_NOT_FOUND = 6
+
+
+class _View:
+    """The brokers as the requester's listener sees them."""
+
+    __slots__ = ("brokers", "unreachable", "listener_error")
+
+    def __init__(self, broker, listener_name: str, version: int) -> None:
+        self.brokers = broker.live_brokers(listener_name)
+        reachable = {address.id for address in self.brokers}
+        self.unreachable = frozenset(broker_id for broker_id in broker.metadata.alive_brokers() if broker_id not in reachable)
+        first = FIRST_WITH_LISTENER_NOT_FOUND
+        self.listener_error = ErrorCode.LISTENER_NOT_FOUND if version >= first else ErrorCode.LEADER_NOT_AVAILABLE
+
+
 def handle(ctx, request):
     broker = ctx.broker
     metadata = broker.metadata
     version = ctx.api_version
+    view = _View(broker, ctx.listener_name, version)
     include_ops = getattr(request, "include_topic_authorized_operations", False)
     cluster_ops = authorized_operations.NOT_REQUESTED
     if version <= LAST_WITH_CLUSTER_OPERATIONS and getattr(request, "include_cluster_authorized_operations", False):
         cluster_ops = authorized_operations.CLUSTER
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [_describe(t, include_ops) for t in metadata.topics().values()]
+        topics = [_describe(t, include_ops, view) for t in metadata.topics().values()]
     else:
         allow_create = getattr(request, "allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable")
-        topics = [_requested(broker, t, allow_create, include_ops) for t in request.topics]
+        topics = [_requested(broker, t, allow_create, include_ops, view) for t in request.topics]
         if any(not isinstance(topic, dict) for topic in topics):
-            return _after_creations(broker, topics, cluster_ops)
-    return _answer(broker, topics, cluster_ops)
+            return _after_creations(broker, topics, cluster_ops, view)
+    return _answer(broker, topics, cluster_ops, view)
 
 
-async def _after_creations(broker, topics: list, cluster_ops: int) -> dict:
+async def _after_creations(broker, topics: list, cluster_ops: int, view: _View) -> dict:
     """The answer once the topics being auto-created are (or failed to be)."""
     done = [topic if isinstance(topic, dict) else await topic for topic in topics]
-    return _answer(broker, done, cluster_ops)
+    return _answer(broker, done, cluster_ops, view)
 
 
-def _answer(broker, topics: list[dict], cluster_ops: int) -> dict:
+def _answer(broker, topics: list[dict], cluster_ops: int, view: _View) -> dict:
     return {
-        "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in broker.live_brokers()],
+        "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in view.brokers],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id(),
         "topics": topics,
@@ -70,7 +91,7 @@ def _answer(broker, topics: list[dict], cluster_ops: int) -> dict:
     }
 
 
-def _requested(broker, requested, allow_create: bool, include_ops: bool):
+def _requested(broker, requested, allow_create: bool, include_ops: bool, view: _View):
     """The topic's entry, or a coroutine giving it when the topic is being auto-created."""
     metadata = broker.metadata
     topic_id = getattr(requested, "topic_id", None)
@@ -79,24 +100,24 @@ def _requested(broker, requested, allow_create: bool, include_ops: bool):
         info = metadata.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
         if info is None:
             return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id, "partitions": []}
-        return _describe(info, include_ops)
+        return _describe(info, include_ops, view)
     info = metadata.topic(name)
     if info is not None:
-        return _describe(info, include_ops)
+        return _describe(info, include_ops, view)
     if not topic_names.is_valid(name):
         return _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, name, include_ops)
     if not allow_create or topic_names.is_internal(name):
         return _failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, include_ops)
-    return _auto_created(broker, name, include_ops)
+    return _auto_created(broker, name, include_ops, view)
 
 
-async def _auto_created(broker, name: str, include_ops: bool) -> dict:
+async def _auto_created(broker, name: str, include_ops: bool, view: _View) -> dict:
     try:
         info = await broker.auto_create_topic(name)
     except KcliError as e:
         log.info("Auto-creation of topic %s failed: %s", name, e)
         return _failed(e.error_code, name, include_ops)
-    return _describe(info, include_ops)
+    return _describe(info, include_ops, view)
 
 
 def _failed(error_code, name: str, include_ops: bool) -> dict:
@@ -107,18 +128,21 @@ def _topic_ops(include_ops: bool) -> int:
     return authorized_operations.TOPIC if include_ops else authorized_operations.NOT_REQUESTED
 
 
-def _describe(info, include_ops: bool) -> dict:
+def _describe(info, include_ops: bool, view: _View) -> dict:
     partitions = []
     for index, state in sorted(info.partitions.items()):
+        leader, error = state.leader, ErrorCode.LEADER_NOT_AVAILABLE if state.leader < 0 else ErrorCode.NONE
+        if leader in view.unreachable:
+            leader, error = -1, view.listener_error
         partitions.append(
             {
                 "partition_index": index,
-                "leader_id": state.leader,
+                "leader_id": leader,
                 "leader_epoch": state.leader_epoch,
                 "replica_nodes": state.replicas,
                 "isr_nodes": state.isr,
                 "offline_replicas": [],
-                "error_code": ErrorCode.LEADER_NOT_AVAILABLE if state.leader < 0 else ErrorCode.NONE,
+                "error_code": error,
             }
         )
     return {

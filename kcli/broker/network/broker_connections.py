@@ -18,7 +18,10 @@ from kcli.errors import ErrorCode, KafkaError
 class BrokerConnections:
     """One connection per destination broker, for one purpose (one ``client_id``)."""
 
-    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], *, client_id: str, request_timeout_ms: int) -> None:
+    def __init__(
+        self, address_of: Callable[[int], tuple[str, int] | None], *, client_id: str, request_timeout_ms: int, security: Any = None
+    ) -> None:
+        self._security = security  # how to reach the inter-broker listener
         self._address_of = address_of
         self._client_id = client_id
         self.timeout = request_timeout_ms / 1000
@@ -34,7 +37,7 @@ class BrokerConnections:
             address = self._address_of(destination)
             if address is None:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {destination} is not alive")
-            connection = await BrokerConnection.open(address[0], address[1], client_id=self._client_id, timeout=self.timeout)
+            connection = await BrokerConnection.open(address[0], address[1], client_id=self._client_id, timeout=self.timeout, security=self._security)
             self._connections[destination] = connection
         try:
             if versions is None:

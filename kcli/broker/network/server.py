@@ -18,6 +18,16 @@ arrive, so its bytes are copied once, by the kernel, on their way in, and an ann
 nothing until it is sent. Frames are writable: a produce request's records are validated, given
 their offsets and written to the log where they arrived (``protocol.produce_request``).
 
+A listener's security (``listeners.ListenerSecurity``) decides how its connections start: on SSL
+and SASL_SSL listeners the accepted socket is wrapped in TLS before the first frame is read (a
+failed handshake, a plaintext client among them, closes it with one log line); a client
+certificate's subject, through ``ssl.principal.mapping.rules``, is the connection's principal,
+``User:ANONYMOUS`` otherwise. On SASL_PLAINTEXT and SASL_SSL listeners every frame goes to the
+connection's ``SaslServerAuthenticator`` until it has authenticated the client (``User:<name>``),
+and again when its session expires. Every request's context carries the principal, the listener name
+and the security protocol. File ranges go out with ``sendfile`` only on plaintext transports;
+TLS encrypts in the process, so they are read and written in pieces.
+
 Resources are bounded as Kafka's SocketServer bounds them: the server accepts connections itself
 so that a listener at ``max.connections`` stops accepting (``connection_quotas``), a connection
 past ``max.connections.per.ip`` is closed at once, ``queued.max.request.bytes`` is a pool each
@@ -31,16 +41,21 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import os
 import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kcli.broker.network.authenticator import SaslServerAuthenticator
 from kcli.broker.network.connection_quotas import ConnectionQuotas, normalize_address
+from kcli.broker.network.listeners import ListenerSecurity
 from kcli.broker.handlers import Api, RawResponse, api_ranges
 from kcli.errors import ErrorCode
 from kcli.network.frame_stream import FrameStream
 from kcli.protocol import framing, mapping_encoder, messages
+from kcli.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, subject_dn, user
 
 log = logging.getLogger("kcli.broker.network")
 
@@ -53,6 +68,8 @@ MAX_QUEUED_BYTES = 16 << 20
 # Connections taken from one listener's backlog per event-loop turn.
 _ACCEPTS_PER_CALL = 64
 _ACCEPT_RETRY_SECONDS = 1.0
+# A file range sent over TLS is read and written this much at a time.
+_TLS_RANGE_PIECE = 256 * 1024
 
 
 def _reap_interval(idle_ms: int) -> float:
@@ -60,22 +77,31 @@ def _reap_interval(idle_ms: int) -> float:
     return min(max(idle_ms / 2000, 0.01), 30.0)
 
 
+_PLAINTEXT = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
+
+
 @dataclass(slots=True)
 class _Listener:
     name: str
     sock: socket.socket
+    security: ListenerSecurity = _PLAINTEXT
     accepting: bool = False
     closed: bool = False
 
 
 @dataclass(slots=True)
 class RequestContext:
-    """What a handler knows about the request besides its body."""
+    """What a handler knows about the request besides its body: the connection's listener name
+    and security protocol (Kafka's RequestContext), for answers that depend on them (Metadata
+    advertises each broker's endpoint on the same listener) and for an authorizer."""
 
     broker: Any
     header: framing.RequestHeader
     peer: str
     close_connection: bool = False
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    principal: KafkaPrincipal = ANONYMOUS
 
     @property
     def api_version(self) -> int:
@@ -170,10 +196,13 @@ class Server:
         self._idle.set()
         self._reaper: asyncio.TimerHandle | None = None
 
-    async def listen(self, host: str, port: int, listener_name: str = "PLAINTEXT", *, accept: bool = True) -> tuple[str, int]:
+    async def listen(
+        self, host: str, port: int, listener_name: str = "PLAINTEXT", *, accept: bool = True, security: ListenerSecurity | None = None
+    ) -> tuple[str, int]:
         """Bind (host, port) and start accepting, or with ``accept=False`` only bind until
         ``start_accepting`` (connections wait in the backlog); returns the bound address (port 0
-        picks a free one)."""
+        picks a free one). ``security``: the listener's protocol and TLS context (PLAINTEXT by
+        default)."""
         loop = asyncio.get_running_loop()
         if host:
             sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=self.settings.listen_backlog)
@@ -182,7 +211,7 @@ class Server:
         else:
             sock = socket.create_server(("", port), backlog=self.settings.listen_backlog)
         sock.setblocking(False)
-        listener = _Listener(listener_name.upper(), sock)
+        listener = _Listener(listener_name.upper(), sock, security or ListenerSecurity(listener_name.upper(), "PLAINTEXT"))
         self._listeners.append(listener)
         if accept:
             self._resume_accepting(listener)
@@ -262,9 +291,18 @@ class Server:
             task.add_done_callback(self._connecting.discard)
 
     async def _connect(self, listener: _Listener, sock: socket.socket, address: str) -> None:
+        security = listener.security
         try:
-            await asyncio.get_running_loop().connect_accepted_socket(lambda: Connection(self, listener.name, address), sock)
-        except Exception:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: Connection(self, listener.name, address, security), sock, ssl=security.ssl_context
+            )
+        except Exception as e:
+            if isinstance(e, ssl.SSLError):
+                # A plaintext client, a certificate from another CA or expired, no certificate
+                # where one is required: Kafka's "Failed authentication" line, once.
+                log.info("Failed authentication with %s on listener %s (SSL handshake failed: %s)", address, listener.name, _ssl_reason(e))
+            elif security.ssl_context is not None:
+                log.debug("Connection from %s on listener %s closed during the TLS handshake: %s", address, listener.name, e)
             sock.close()
             self._connection_closed(listener.name, address)
 
@@ -319,7 +357,7 @@ class Server:
                     if isinstance(frame, _Deferred):
                         response = await frame.response
                     else:
-                        response = self._handle(frame, connection.peer)
+                        response = self._handle(frame, connection)
                         if asyncio.iscoroutine(response):
                             response = await response
                     if response is not None:
@@ -347,7 +385,7 @@ class Server:
         if api is None or api.waits:
             return False
         try:
-            response = self._handle(frame, connection.peer)
+            response = self._handle(frame, connection)
             if asyncio.iscoroutine(response):
                 connection.defer(_Deferred(response, len(frame)))
                 return True
@@ -368,7 +406,7 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    def _handle(self, frame: bytes | memoryview, peer: str) -> Any:
+    def _handle(self, frame: bytes | memoryview, connection: Connection) -> Any:
         """The response frame's chunks (size first), None when nothing is to be sent, or, for a
         handler that waits, a coroutine giving one of those."""
         try:
@@ -388,7 +426,10 @@ class Server:
             request = messages.decode_request(api_key, api_version, frame, body_offset)
         except Exception as e:
             raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
-        ctx = RequestContext(self.broker, header, peer)
+        ctx = RequestContext(
+            self.broker, header, connection.peer, listener_name=connection.listener, security_protocol=connection.security_protocol,
+            principal=connection.principal,
+        )
         result = api.handle(ctx, request)
         if api.waits or asyncio.iscoroutine(result):
             return self._respond_later(api, ctx, result)
@@ -410,6 +451,11 @@ class Server:
         body = mapping_encoder.encode_response(api.key, header.api_version, result)
         return [framing.frame_size(len(head) + len(body)) + head + body]
 
+    def scram_credential(self, user: str, mechanism: str) -> Any:
+        """The stored SCRAM credential of ``user`` (the broker's credential cache), or None."""
+        cache = getattr(self.broker, "credential_cache", None)
+        return cache.credential(user, mechanism) if cache is not None else None
+
     def _unsupported_api_versions(self, correlation_id: int) -> list[Any]:
         body = mapping_encoder.encode_response(
             framing.API_VERSIONS_KEY, 0, {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_ranges(self.registry)}
@@ -422,7 +468,7 @@ class Server:
         for chunk in chunks:
             if isinstance(chunk, bytes):
                 pending.append(chunk)
-            elif chunk.size < SENDFILE_MIN_BYTES:
+            elif chunk.size < SENDFILE_MIN_BYTES or (connection.tls and chunk.size <= _TLS_RANGE_PIECE):
                 pending.append(_inline(chunk))
             else:
                 if pending:
@@ -456,10 +502,15 @@ class Connection(FrameStream):
     broker's memory, and while ``queued.max.request.bytes`` is used up. ``last_active`` is when a
     byte was last read or written, for ``connections.max.idle.ms``."""
 
-    def __init__(self, server: Server, listener: str = "PLAINTEXT", address: str = "?") -> None:
+    def __init__(self, server: Server, listener: str = "PLAINTEXT", address: str = "?", security: ListenerSecurity | None = None) -> None:
         super().__init__(server.max_request_size, writable_frames=True)
         self._server = server
         self.listener = listener
+        self._security = security or ListenerSecurity(listener, "PLAINTEXT")
+        self.security_protocol = self._security.security_protocol
+        self.tls = self._security.ssl_context is not None
+        self.principal: KafkaPrincipal = ANONYMOUS
+        self.authenticator: SaslServerAuthenticator | None = None
         self.address = address
         self.peer = "?"
         self.handling = False
@@ -480,7 +531,30 @@ class Connection(FrameStream):
         self.peer = _peer_name(transport.get_extra_info("peername"))
         self._counted = True
         self._server._open.add(self)
+        if self.tls and not self._tls_principal(transport):
+            transport.close()
+            return
+        if self._security.sasl is not None:
+            server = self._server
+            self.authenticator = SaslServerAuthenticator(
+                self._security.sasl, self.listener, self.peer, server.scram_credential, self.write, self.close,
+                lambda frame: server._handle(frame, self),
+            )
         self._loop.create_task(self._server.serve(self))
+
+    def _tls_principal(self, transport: asyncio.BaseTransport) -> bool:
+        """The principal of a TLS connection: its client certificate's subject mapped by
+        ``ssl.principal.mapping.rules``, or ANONYMOUS without one. False when no rule applies."""
+        certificate = transport.get_extra_info("peercert")
+        if certificate:
+            dn = subject_dn(certificate)
+            try:
+                self.principal = user(self._security.principal_mapper.name(dn))
+            except NoMatchingRule as e:
+                log.info("Failed authentication with %s on listener %s (%s)", self.address, self.listener, e)
+                return False
+        log.debug("Connection from %s on listener %s (%s) authenticated as %s", self.peer, self.listener, self.security_protocol, self.principal)
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -531,6 +605,13 @@ class Connection(FrameStream):
         if self.transport.is_closing():
             self.request_done(body)
             return  # a request before it closed the connection: the rest of the read is not served
+        authenticator = self.authenticator
+        if authenticator is not None and authenticator.intercepts(body):
+            authenticator.receive(body)
+            if authenticator.complete:
+                self.principal = authenticator.principal
+            self.request_done(body)
+            return
         # Answered at once only while the task waits for work and the answers drain: otherwise
         # it would overtake the requests before it, or write past the transport's high-water mark.
         idle = self._frame_waiter is not None and not self._frames and not self._writing_paused
@@ -589,7 +670,21 @@ class Connection(FrameStream):
     async def send_range(self, piece: Any) -> None:
         await self.drain()
         self.last_active = self._loop.time()
+        if self.tls:
+            await self._copy_range(piece)
+            return
         await asyncio.get_running_loop().sendfile(self.transport, _FileRange(piece.fileno), piece.position, piece.size)
+
+    async def _copy_range(self, piece: Any) -> None:
+        """A file range through TLS: read and written a piece at a time, with flow control."""
+        position, end = piece.position, piece.position + piece.size
+        while position < end:
+            data = os.pread(piece.fileno, min(_TLS_RANGE_PIECE, end - position), position)
+            if not data:
+                raise ConnectionError(f"a file range ended {end - position} bytes early")
+            self.write(data)
+            position += len(data)
+            await self.drain()
 
 
 def _inline(chunk: Any) -> bytes:
@@ -605,6 +700,11 @@ def _log_failure(connection: Connection, exc: Exception) -> None:
         log.info("Closing connection from %s: %s", connection.peer, exc)
     else:
         log.error("Closing connection from %s after an unexpected error", connection.peer, exc_info=exc)
+
+
+def _ssl_reason(error: ssl.SSLError) -> str:
+    """An SSL error's reason, short: OpenSSL's (``WRONG_VERSION_NUMBER``), or its text."""
+    return getattr(error, "verify_message", None) or error.reason or str(error)
 
 
 def _peer_name(peer: Any) -> str:

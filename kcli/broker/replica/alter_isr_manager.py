@@ -46,12 +46,15 @@ class AlterIsrManager:
         on_high_watermark_moved: Callable[[TopicPartition], None],
         *,
         request_timeout_ms: int = 30000,
+        security: Any = None,
     ) -> None:
         self.broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._controller_id = controller_id
         self._on_high_watermark_moved = on_high_watermark_moved
-        self._connections = BrokerConnections(address_of, client_id=f"broker-{broker_id}-alter-isr", request_timeout_ms=request_timeout_ms)
+        self._connections = BrokerConnections(
+            address_of, client_id=f"broker-{broker_id}-alter-isr", request_timeout_ms=request_timeout_ms, security=security
+        )
         self._unsent: dict[TopicPartition, tuple[Any, Any]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None

@@ -116,6 +116,7 @@ class ReplicaFetcher:
         replica_manager: Any,
         config: FetcherConfig,
         address_of: Callable[[int], tuple[str, int] | None],
+        security: Any = None,
     ) -> None:
         self.broker_id = broker_id
         self.fetcher_id = fetcher_id
@@ -124,7 +125,8 @@ class ReplicaFetcher:
         self.replica_manager = replica_manager
         self.config = config
         self._connections = BrokerConnections(
-            address_of, client_id=f"broker-{broker_id}-fetcher-{fetcher_id}", request_timeout_ms=config.socket_timeout_ms + config.max_wait_ms
+            address_of, client_id=f"broker-{broker_id}-fetcher-{fetcher_id}", request_timeout_ms=config.socket_timeout_ms + config.max_wait_ms,
+            security=security,
         )
         self._states: OrderedDict[TopicPartition, PartitionFetchState] = OrderedDict()
         self._wake = asyncio.Event()

@@ -40,6 +40,7 @@ def start_transaction_coordinator(broker: Any) -> TransactionCoordinator:
 
     channel = TransactionMarkerChannelManager(BrokerConnections(
         live_broker_address(broker), client_id=f"broker-{broker.id}-txn-marker-sender", request_timeout_ms=broker.config.get("request.timeout.ms"),
+        security=getattr(broker, "inter_broker_security", None),
     ))
     coordinator = TransactionCoordinator(
         config,

@@ -162,5 +162,6 @@ def start_add_partitions_to_txn_manager(broker: Any) -> AddPartitionsToTxnManage
 
     connections = BrokerConnections(
         live_broker_address(broker), client_id=f"broker-{broker.id}-add-partitions-to-txn", request_timeout_ms=broker.config.get("request.timeout.ms"),
+        security=getattr(broker, "inter_broker_security", None),
     )
     return AddPartitionsToTxnManager(connections, coordinator_of)

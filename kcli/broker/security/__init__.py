@@ -1,0 +1,1 @@
+"""The broker's security state: SCRAM credentials (``credential_cache``)."""

@@ -1,0 +1,242 @@
+"""SASL on a SASL_PLAINTEXT listener, spoken on the wire: SaslHandshake v0-1, SaslAuthenticate
+v0-2 and v0's raw tokens; PLAIN users from the listener's JAAS entry; SCRAM-SHA-256/512 users
+made with AlterUserScramCredentials and listed by DescribeUserScramCredentials. Failures answer
+SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM with the enabled list) and close, with
+one log line naming the peer and the user, never the secret. Re-authentication (KIP-368): the
+session lifetime is answered, and a request after it closes the connection."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import time
+
+import pytest
+
+from tests.broker_process import BrokerProcess
+from tests.scram_client import Scram
+from tests.wire_client import ConnectionClosed, WireClient, code
+
+NONE, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 0, 33, 34, 58
+RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL = 91, 93
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret-1";'
+
+
+def _ports(broker) -> list[int]:
+    return broker.listener_ports
+
+
+def _start(tmp_path_factory, **extra: str) -> BrokerProcess:
+    broker = BrokerProcess(tmp_path_factory.mktemp("broker"), {
+        "broker.id": "0",
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        **extra,
+    }, log_level="DEBUG").start()
+    broker.plain_port, broker.sasl_port = _ports(broker)
+    return broker
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = _start(tmp_path_factory)
+    with WireClient("127.0.0.1", process.plain_port) as admin:
+        answer = admin.call(51, 0, {"deletions": [], "upsertions": [
+            _upsertion("bob", 1, "bob-secret-2", 4096), _upsertion("bob", 2, "bob-secret-2", 8192)]})
+    assert [(r.user, code(r.error_code)) for r in answer.results] == [("bob", NONE)]
+    yield process
+    process.stop()
+
+
+def _upsertion(user: str, mechanism: int, password: str, iterations: int) -> dict:
+    """What a Java admin client sends: the salt and the salted password (RFC 5802's Hi)."""
+    salt = hashlib.sha256(user.encode()).digest()
+    name = "sha256" if mechanism == 1 else "sha512"
+    return {"name": user, "mechanism": mechanism, "iterations": iterations, "salt": salt,
+            "salted_password": hashlib.pbkdf2_hmac(name, password.encode(), salt, iterations)}
+
+
+def _handshake(client: WireClient, mechanism: str, version: int = 1):
+    return client.call(17, version, {"mechanism": mechanism})
+
+
+def _authenticate(client: WireClient, token: bytes, version: int = 2):
+    return client.call(36, version, {"auth_bytes": token})
+
+
+def _plain(user: str, password: str) -> bytes:
+    return b"\0" + user.encode() + b"\0" + password.encode()
+
+
+def _closed(client: WireClient) -> bool:
+    try:
+        client.call(3, 12, {"topics": []})
+    except (ConnectionClosed, ConnectionError):
+        return True
+    return False
+
+
+def _new_lines(broker, before: int, text: str) -> list[str]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = [line for line in broker.log_lines[before:] if text in line]
+        if lines:
+            time.sleep(0.2)  # and nothing more follows
+            return [line for line in broker.log_lines[before:] if text in line]
+        time.sleep(0.05)
+    return []
+
+
+def test_plain_authenticates_and_requests_are_answered(broker):
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        versions = client.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        assert code(versions.error_code) == NONE
+        handshake = _handshake(client, "PLAIN")
+        assert (code(handshake.error_code), list(handshake.mechanisms)) == (NONE, MECHANISMS)
+        answer = _authenticate(client, _plain("alice", "alice-secret-1"))
+        assert code(answer.error_code) == NONE and answer.session_lifetime.total_seconds() == 0
+        assert [b.port for b in client.call(3, 12, {"topics": []}).brokers] == [broker.sasl_port]
+    assert _new_lines(broker, 0, "authenticated as User:alice with PLAIN")
+
+
+def test_a_wrong_password_fails_closes_and_is_logged_once_without_the_secret(broker):
+    before = len(broker.log_lines)
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        assert code(_handshake(client, "PLAIN").error_code) == NONE
+        answer = _authenticate(client, _plain("alice", "not-her-secret-9"))
+        assert code(answer.error_code) == SASL_AUTHENTICATION_FAILED
+        assert answer.error_message == "Authentication failed: Invalid username or password"
+        assert client.wait_closed()
+    failed = _new_lines(broker, before, "Failed authentication")
+    assert len(failed) == 1 and "127.0.0.1" in failed[0] and "as User:alice" in failed[0]
+    assert not any("not-her-secret-9" in line or "alice-secret-1" in line for line in broker.log_lines)
+
+
+def test_a_mechanism_not_enabled_is_answered_with_the_enabled_list_and_closed(broker):
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        answer = _handshake(client, "GSSAPI")
+        assert (code(answer.error_code), list(answer.mechanisms)) == (UNSUPPORTED_SASL_MECHANISM, MECHANISMS)
+        assert client.wait_closed()
+
+
+def test_a_request_before_authentication_closes_the_connection(broker):
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        assert _closed(client)
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        assert code(_handshake(client, "PLAIN").error_code) == NONE
+        assert _closed(client)  # Metadata instead of SaslAuthenticate
+
+
+def test_a_v0_handshake_is_followed_by_raw_tokens(broker):
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        assert code(_handshake(client, "PLAIN", version=0).error_code) == NONE
+        token = _plain("alice", "alice-secret-1")
+        client.send_raw(struct.pack(">i", len(token)) + token)
+        assert client.read_frame() == b""
+        assert [b.port for b in client.call(3, 1, {"topics": []}).brokers] == [broker.sasl_port]
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_authenticates_with_the_stored_credential_and_proves_the_server(broker, mechanism):
+    scram = Scram(mechanism, "bob", "bob-secret-2")
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        assert code(_handshake(client, mechanism).error_code) == NONE
+        first = _authenticate(client, scram.first())
+        assert code(first.error_code) == NONE and first.auth_bytes.startswith(f"r={scram.nonce}".encode())
+        assert f"i={4096 if mechanism == 'SCRAM-SHA-256' else 8192}".encode() in first.auth_bytes
+        final = _authenticate(client, scram.final(first.auth_bytes), version=1)
+        assert code(final.error_code) == NONE and final.auth_bytes == scram.expected
+        assert client.call(3, 12, {"topics": []}).brokers
+    assert _new_lines(broker, 0, f"authenticated as User:bob with {mechanism}")
+
+
+@pytest.mark.parametrize("case", ["wrong password", "unknown user", "replayed nonce", "malformed first", "malformed final"])
+def test_scram_failures_answer_authentication_failed_and_close(broker, case):
+    mechanism = "SCRAM-SHA-256"
+    replayed = b""
+    if case == "replayed nonce":
+        # A whole exchange recorded, then its final message replayed in a new exchange.
+        recorded = Scram(mechanism, "bob", "bob-secret-2")
+        with WireClient("127.0.0.1", broker.sasl_port) as client:
+            _handshake(client, mechanism)
+            replayed = recorded.final(_authenticate(client, recorded.first()).auth_bytes)
+            assert code(_authenticate(client, replayed).error_code) == NONE
+    user, password = ("nobody", "x-secret-4") if case == "unknown user" else ("bob", "bob-secret-2")
+    scram = Scram(mechanism, user, "wrong-secret-5" if case == "wrong password" else password)
+    before = len(broker.log_lines)
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        assert code(_handshake(client, mechanism).error_code) == NONE
+        if case == "malformed first":
+            answer = _authenticate(client, b"n,,n=bob")
+        else:
+            first = _authenticate(client, scram.first())
+            assert code(first.error_code) == NONE  # an unknown user is not told apart yet
+            final = {"replayed nonce": replayed, "malformed final": b"c=biws,p=AAAA"}.get(case) or scram.final(first.auth_bytes)
+            if case == "replayed nonce":
+                assert first.auth_bytes.split(b",")[0] + b"," not in replayed  # this exchange's nonce is new
+            answer = _authenticate(client, final)
+        assert code(answer.error_code) == SASL_AUTHENTICATION_FAILED
+        assert client.wait_closed()
+    failed = _new_lines(broker, before, "Failed authentication")
+    assert len(failed) == 1
+    assert not any("secret" in line for line in broker.log_lines[before:])
+
+
+def test_sasl_requests_elsewhere_are_illegal_sasl_state(broker):
+    with WireClient("127.0.0.1", broker.plain_port) as client:
+        assert code(_handshake(client, "PLAIN").error_code) == ILLEGAL_SASL_STATE
+        assert code(_authenticate(client, b"").error_code) == ILLEGAL_SASL_STATE
+
+
+def test_describe_and_alter_user_scram_credentials(broker):
+    with WireClient("127.0.0.1", broker.plain_port) as client:
+        described = client.call(50, 0, {"users": None})
+        assert [(r.user, [(int(c.mechanism), c.iterations) for c in r.credential_infos]) for r in described.results] == [
+            ("bob", [(1, 4096), (2, 8192)])]
+        missing = client.call(50, 0, {"users": [{"name": "carol"}]})
+        assert [(r.user, code(r.error_code)) for r in missing.results] == [("carol", RESOURCE_NOT_FOUND)]
+        refused = client.call(51, 0, {"deletions": [{"name": "carol", "mechanism": 1}],
+                                      "upsertions": [_upsertion("dave", 1, "d", 100)]})
+        assert sorted((r.user, code(r.error_code)) for r in refused.results) == [("carol", RESOURCE_NOT_FOUND), ("dave", UNACCEPTABLE_CREDENTIAL)]
+        assert code(client.call(51, 0, {"deletions": [], "upsertions": [_upsertion("erin", 2, "erin-secret-6", 4096)]}).results[0].error_code) == NONE
+    scram = Scram("SCRAM-SHA-512", "erin", "erin-secret-6")
+    with WireClient("127.0.0.1", broker.sasl_port) as client:
+        _handshake(client, "SCRAM-SHA-512")
+        assert code(_authenticate(client, scram.final(_authenticate(client, scram.first()).auth_bytes)).error_code) == NONE
+    with WireClient("127.0.0.1", broker.plain_port) as client:
+        deleted = client.call(51, 0, {"deletions": [{"name": "erin", "mechanism": 2}], "upsertions": []})
+        assert code(deleted.results[0].error_code) == NONE
+        assert code(client.call(50, 0, {"users": [{"name": "erin"}]}).results[0].error_code) == RESOURCE_NOT_FOUND
+
+
+def test_an_expired_session_closes_unless_the_client_re_authenticates(tmp_path_factory):
+    process = _start(tmp_path_factory, **{
+        "connections.max.reauth.ms": "1500",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS.replace(";", ' user_bob="bob-secret-3";'),
+    })
+    try:
+        with WireClient("127.0.0.1", process.sasl_port) as client:
+            _handshake(client, "PLAIN")
+            answer = _authenticate(client, _plain("alice", "alice-secret-1"))
+            assert code(answer.error_code) == NONE and answer.session_lifetime.total_seconds() == 1.5
+            # Clients re-authenticate before the session ends; another principal is refused.
+            assert code(_handshake(client, "PLAIN").error_code) == NONE
+            assert code(_authenticate(client, _plain("alice", "alice-secret-1")).error_code) == NONE
+            time.sleep(1.6)
+            assert code(_handshake(client, "PLAIN").error_code) == NONE  # re-authentication
+            assert code(_authenticate(client, _plain("alice", "alice-secret-1")).error_code) == NONE
+            assert client.call(3, 12, {"topics": []}).brokers
+            time.sleep(1.6)
+            assert _closed(client)
+        with WireClient("127.0.0.1", process.sasl_port) as client:
+            _handshake(client, "PLAIN")
+            assert code(_authenticate(client, _plain("alice", "alice-secret-1")).error_code) == NONE
+            _handshake(client, "PLAIN")
+            refused = _authenticate(client, _plain("bob", "bob-secret-3"))
+            assert code(refused.error_code) == SASL_AUTHENTICATION_FAILED
+            assert refused.error_message == "Cannot change principals during re-authentication from User:alice to User:bob"
+            assert client.wait_closed()
+    finally:
+        process.stop()
