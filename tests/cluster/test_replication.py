@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -32,7 +33,11 @@ def cluster(zookeeper_server, tmp_path_factory):
     made = Cluster(zookeeper_server, f"/replication-{uuid.uuid4().hex[:6]}", tmp_path_factory.mktemp("cluster"))
     try:
         for broker_id in range(3):
-            made.broker(broker_id, **{"replica.lag.time.max.ms": str(LAG_MS), "zookeeper.session.timeout.ms": "12000"}).start(timeout=60)
+            made.broker(broker_id, **{
+                "replica.lag.time.max.ms": str(LAG_MS),
+                "zookeeper.session.timeout.ms": "12000",
+                "offsets.topic.replication.factor": "3",  # Kafka's default (the stock server.properties sets 1)
+            }).start(timeout=60)
         yield made
     finally:
         made.stop()
@@ -270,3 +275,65 @@ def test_a_leader_killed_under_acks_all_loses_no_acknowledged_record(cluster):
     full_isr(cluster, topic)
     new_leader = after["leader"]
     wait_until(lambda: segment_bytes(cluster, leader, topic, 0) == segment_bytes(cluster, new_leader, topic, 0), timeout=30)
+
+
+def offsets_partition_led_by(cluster: Cluster, broker_id: int) -> tuple[str, int]:
+    """A group id whose ``__consumer_offsets`` partition ``broker_id`` leads, and that partition."""
+    from kcli.broker.groups.partitioner import partition_for
+
+    with zk_session(cluster) as zk:
+        count = len(zk.get_children("/brokers/topics/__consumer_offsets/partitions"))
+    for n in range(10_000):
+        group = f"g-{uuid.uuid4().hex[:6]}-{n}"
+        partition = partition_for(group, count)
+        if state(cluster, "__consumer_offsets", partition).get("leader") == broker_id:
+            return group, partition
+    raise AssertionError(f"no offsets partition led by broker {broker_id}")
+
+
+def test_a_commit_is_answered_once_replicated_and_survives_its_coordinators_death(cluster):
+    """Kafka's storeOffsets: the group coordinator appends a commit with acks=-1 and answers in the
+    append's callback. With both followers of the group's offsets partition frozen (one of them
+    the controller, so the ISR cannot shrink meanwhile) the commit is not answered; once they
+    resume it is, and a new coordinator elected after the old one is killed -9 serves it."""
+    topic = new_topic(cluster, "commits")
+    full_isr(cluster, topic)
+    frozen_controller = controller(cluster)
+    coordinator = next(b for b in (0, 1, 2) if b != frozen_controller)
+    first = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "creates-the-offsets-topic"})
+    try:
+        first.committed([TopicPartition(topic, 0)], timeout=30)  # FindCoordinator creates __consumer_offsets
+    finally:
+        first.close()
+    wait_until(lambda: all(state(cluster, "__consumer_offsets", p).get("isr") for p in range(6)), timeout=60)
+    group, partition = offsets_partition_led_by(cluster, coordinator)
+    full_isr(cluster, "__consumer_offsets", partition)
+    follower = next(b for b in (0, 1, 2) if b not in (coordinator, frozen_controller))
+    at_coordinator = cluster.brokers[coordinator].bootstrap
+    consumer = Consumer({"bootstrap.servers": at_coordinator, "group.id": group, "enable.auto.commit": False})
+    answers: list = []
+    try:
+        assert consumer.committed([TopicPartition(topic, 0)], timeout=30)[0].offset < 0  # the coordinator is known
+        with stopped(cluster, frozen_controller, follower):
+            committing = threading.Thread(
+                target=lambda: answers.append(consumer.commit(offsets=[TopicPartition(topic, 0, 42)], asynchronous=False)), daemon=True
+            )
+            committing.start()
+            committing.join(1.5)
+            assert committing.is_alive() and answers == []  # waiting for the frozen followers
+        committing.join(30)
+        assert not committing.is_alive()
+        assert [[(tp.topic, tp.partition, tp.offset, tp.error) for tp in answer] for answer in answers] == [[(topic, 0, 42, None)]]
+    finally:
+        consumer.close()
+
+    cluster.brokers[coordinator].kill()
+    try:
+        wait_until(lambda: state(cluster, "__consumer_offsets", partition).get("leader", -1) not in (-1, coordinator), timeout=60)
+        reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            assert reader.committed([TopicPartition(topic, 0)], timeout=30)[0].offset == 42
+        finally:
+            reader.close()
+    finally:
+        cluster.brokers[coordinator].start(timeout=60)

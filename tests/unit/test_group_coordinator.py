@@ -15,7 +15,9 @@ from kcli.broker.groups import group_metadata_manager
 from kcli.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from kcli.broker.groups.group import GroupState
 from kcli.broker.groups.offsets import OffsetAndMetadata
-from kcli.errors import ErrorCode, KafkaError
+from kcli.broker.handlers._completion import Completion
+from kcli.broker.replica.delayed_produce import PartitionResponse
+from kcli.errors import ErrorCode
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
 from kcli.storage.log import Log
@@ -45,13 +47,21 @@ class LogWriter(group_metadata_manager.GroupMetadataManager):
     def log(self, partition):
         return self.logs.get(partition)
 
-    def append_batch(self, partition, batch):
+    def append_batch(self, partition, batch, appended):
         if self.fail_with is not None:
-            raise KafkaError(self.fail_with)
-        return self.logs[partition].append(batch, origin="coordinator").first_offset
+            appended(PartitionResponse(self.fail_with))
+        else:
+            appended(PartitionResponse(base_offset=self.logs[partition].append(batch, origin="coordinator").first_offset))
 
     def records(self, partition):
         return [(r.key, r.value) for batch in group_metadata_manager.read_batches(self.logs[partition], 1 << 20) for r in batch.records()]
+
+
+def commit(coordinator, *args):
+    """``commit_offsets``'s answer: the writer here answers every append within its call."""
+    done = Completion()
+    coordinator.commit_offsets(*args, done)
+    return done.result()
 
 
 def run(scenario, tmp_path, config=CONFIG, writer=None):
@@ -320,7 +330,7 @@ def test_offset_commits_and_fetches(tmp_path):
     async def scenario(c, w):
         value = OffsetAndMetadata(42, 3, "meta", c.now_ms())
         big = OffsetAndMetadata(1, None, "x" * 17, c.now_ms())
-        result = c.commit_offsets("simple", "", None, -1, {("t", 0): value, ("t", 1): big})
+        result = commit(c, "simple", "", None, -1, {("t", 0): value, ("t", 1): big})
         assert result == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
         error, fetched = c.fetch_offsets("simple", False, [("t", 0), ("t", 1), ("u", 0)])
         assert error is ErrorCode.NONE
@@ -329,15 +339,15 @@ def test_offset_commits_and_fetches(tmp_path):
         ]
         assert [(f.topic, f.partition) for f in (c.fetch_offsets("simple", False, None))[1]] == [("t", 0)]
         assert (c.fetch_offsets("nobody", False, None)) == (ErrorCode.NONE, [])
-        assert (c.commit_offsets("gone", "m", None, 3, {("t", 0): value})) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
+        assert (commit(c, "gone", "m", None, 3, {("t", 0): value})) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
 
         member = (await join_new(c, "live")).member_id
-        assert (c.commit_offsets("live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.REBALANCE_IN_PROGRESS
+        assert (commit(c, "live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.REBALANCE_IN_PROGRESS
         await c.sync_group("live", 1, member, None, None, None, {})
-        assert (c.commit_offsets("live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.NONE
-        assert (c.commit_offsets("live", member, None, 0, {("t", 0): value}))[("t", 0)] is ErrorCode.ILLEGAL_GENERATION
-        assert (c.commit_offsets("live", "", None, -1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
-        assert (c.commit_offsets("live", "other", None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
+        assert (commit(c, "live", member, None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.NONE
+        assert (commit(c, "live", member, None, 0, {("t", 0): value}))[("t", 0)] is ErrorCode.ILLEGAL_GENERATION
+        assert (commit(c, "live", "", None, -1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
+        assert (commit(c, "live", "other", None, 1, {("t", 0): value}))[("t", 0)] is ErrorCode.UNKNOWN_MEMBER_ID
         key, stored = w.records(c.partition_for("live"))[-1]
         assert cr.decode_offsets_key(key)[2] == {"Group": "live", "Topic": "t", "Partition": 0}
         assert cr.decode_offset_commit_value(stored)[1]["Offset"] == 42
@@ -347,12 +357,12 @@ def test_offset_commits_and_fetches(tmp_path):
 
 def test_failed_append_answers_the_converted_error_and_keeps_the_old_offset(tmp_path):
     async def scenario(c, w):
-        c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
+        commit(c, "g", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
         w.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        result = c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(2, None, "", 0)})
+        result = commit(c, "g", "", None, -1, {("t", 0): OffsetAndMetadata(2, None, "", 0)})
         assert result == {("t", 0): ErrorCode.NOT_COORDINATOR}
         w.fail_with = ErrorCode.RECORD_LIST_TOO_LARGE
-        result = c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(3, None, "", 0)})
+        result = commit(c, "g", "", None, -1, {("t", 0): OffsetAndMetadata(3, None, "", 0)})
         assert result == {("t", 0): ErrorCode.INVALID_COMMIT_OFFSET_SIZE}
         assert (c.fetch_offsets("g", False, [("t", 0)]))[1][0].offset == 1
 
@@ -361,7 +371,7 @@ def test_failed_append_answers_the_converted_error_and_keeps_the_old_offset(tmp_
 
 def test_delete_groups(tmp_path):
     async def scenario(c, w):
-        c.commit_offsets("empty", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
+        commit(c, "empty", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
         member = (await join_new(c, "busy")).member_id
         results = c.delete_groups(["empty", "busy", "missing", "empty"])
         assert results == {"empty": ErrorCode.NONE, "busy": ErrorCode.NON_EMPTY_GROUP, "missing": ErrorCode.GROUP_ID_NOT_FOUND}
@@ -381,7 +391,7 @@ def test_offset_delete_refuses_subscribed_topics_of_an_active_consumer_group(tmp
         member = (await join_new(c, protocols=[("range", subscription("t"))])).member_id
         await c.sync_group("g", 1, member, None, None, None, {})
         commits = {("t", 0): OffsetAndMetadata(1, None, "", 0), ("u", 0): OffsetAndMetadata(2, None, "", 0)}
-        c.commit_offsets("g", member, None, 1, commits)
+        commit(c, "g", member, None, 1, commits)
         error, results = c.delete_offsets("g", [("t", 0), ("u", 0)])
         assert (error, results) == (ErrorCode.NONE, {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): ErrorCode.NONE})
         assert [f.offset for f in (c.fetch_offsets("g", False, [("t", 0), ("u", 0)]))[1]] == [1, -1]
@@ -394,7 +404,7 @@ def test_list_and_describe(tmp_path):
     async def scenario(c, w):
         member = (await join_new(c, "a")).member_id
         await c.sync_group("a", 1, member, None, None, None, {member: b"z"})
-        c.commit_offsets("b", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
+        commit(c, "b", "", None, -1, {("t", 0): OffsetAndMetadata(1, None, "", 0)})
         error, groups = c.list_groups()
         assert error is ErrorCode.NONE
         assert sorted((g.group_id, g.protocol_type, g.state, g.group_type) for g in groups) == [
@@ -417,7 +427,7 @@ def test_requests_for_partitions_not_led_or_loading(tmp_path):
         group = "g"
         coordinator = GroupCoordinator(CONFIG, writer)
         partition = coordinator.partition_for(group)
-        writer.append(partition, [group_metadata_manager.offset_commit_record(group, ("t", 0), OffsetAndMetadata(7, None, "", 0), 0)])
+        writer.append(partition, [group_metadata_manager.offset_commit_record(group, ("t", 0), OffsetAndMetadata(7, None, "", 0), 0)], lambda response: None)
         coordinator.startup([p for p in range(PARTITIONS) if p != partition])
         try:
             assert (await join(coordinator, group)).error is ErrorCode.NOT_COORDINATOR
@@ -443,7 +453,7 @@ def test_groups_and_offsets_survive_a_reload(tmp_path):
     async def first(c, w):
         member = (await join_new(c, session=60000)).member_id
         await c.sync_group("g", 1, member, None, None, None, {member: b"a"})
-        c.commit_offsets("g", member, None, 1, {("t", 0): OffsetAndMetadata(11, 2, "m", c.now_ms())})
+        commit(c, "g", member, None, 1, {("t", 0): OffsetAndMetadata(11, 2, "m", c.now_ms())})
         state["member"] = member
 
     async def second(c, w):
@@ -482,7 +492,7 @@ def test_expiry_removes_offsets_and_the_empty_group(tmp_path):
         c = GroupCoordinator(config, writer, time_ms=lambda: clock[0])
         c.startup(range(PARTITIONS))
         try:
-            c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(5, None, "", clock[0])})
+            commit(c, "g", "", None, -1, {("t", 0): OffsetAndMetadata(5, None, "", clock[0])})
             clock[0] += 999
             assert c.expire_offsets() == 0
             clock[0] += 1
@@ -509,7 +519,7 @@ def test_commits_are_stored_as_the_batch_of_their_records(tmp_path):
             partition = c.partition_for("g")
             for round_ in range(3):
                 offsets = {("t", p): OffsetAndMetadata(100 * round_ + p, p % 2 or None, "m" * p, now - p) for p in range(8)}
-                result = c.commit_offsets("g", "", None, -1, offsets)
+                result = commit(c, "g", "", None, -1, offsets)
                 assert result == dict.fromkeys(offsets, ErrorCode.NONE)
                 log = writer.logs[partition]
                 data = b"".join(s.log.path.read_bytes() for s in log.segments)
@@ -535,7 +545,7 @@ def test_metadata_is_measured_in_utf16_units_and_only_fitting_commits_are_stored
             ("t", 3): OffsetAndMetadata(4, None, "\U0001d11e" * 9, 0),  # 9 characters, 18 units
             ("t", 4): OffsetAndMetadata(5, None, "é" * 16, 0),  # 16 units, 32 UTF-8 bytes: fits
         }
-        result = c.commit_offsets("g", "", None, -1, offsets)
+        result = commit(c, "g", "", None, -1, offsets)
         assert result == {
             ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE, ("t", 2): ErrorCode.NONE,
             ("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE, ("t", 4): ErrorCode.NONE,
@@ -546,13 +556,13 @@ def test_metadata_is_measured_in_utf16_units_and_only_fitting_commits_are_stored
         fetched = (c.fetch_offsets("g", False, None))[1]
         assert [(f.partition, f.offset) for f in fetched] == [(0, 1), (2, 3), (4, 5)]
         only_large = {("t", 1): OffsetAndMetadata(9, None, "y" * 40, 0)}
-        assert c.commit_offsets("g", "", None, -1, only_large) == {("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        assert commit(c, "g", "", None, -1, only_large) == {("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
         # Fewer characters than the limit, more UTF-16 units than it.
         only_wide = {("t", 3): OffsetAndMetadata(9, None, "\U0001d11e" * 9, 0)}
-        assert c.commit_offsets("g", "", None, -1, only_wide) == {("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        assert commit(c, "g", "", None, -1, only_wide) == {("t", 3): ErrorCode.OFFSET_METADATA_TOO_LARGE}
         assert len(w.records(c.partition_for("g"))) == 3
         w.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        failed = c.commit_offsets("g", "", None, -1, {("t", 0): OffsetAndMetadata(7, None, "", 0), ("t", 1): OffsetAndMetadata(7, None, "z" * 17, 0)})
+        failed = commit(c, "g", "", None, -1, {("t", 0): OffsetAndMetadata(7, None, "", 0), ("t", 1): OffsetAndMetadata(7, None, "z" * 17, 0)})
         assert failed == {("t", 0): ErrorCode.NOT_COORDINATOR, ("t", 1): ErrorCode.OFFSET_METADATA_TOO_LARGE}
 
     run(scenario, tmp_path)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kcli.broker.handlers._completion import Completion
 from kcli.broker.replica.delayed_fetch import FetchParams
 from kcli.broker.replica.fetch_sessions import CachedPartition
 from kcli.broker.groups import group_metadata_manager
@@ -15,7 +16,7 @@ from kcli.broker.groups.group import ClassicGroup, GroupState
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
 from kcli.broker.replica.replica_manager import ReplicaManager
-from kcli.errors import ErrorCode, KcliError
+from kcli.errors import ErrorCode
 from kcli.metadata.topics import PartitionState
 from kcli.protocol import coordinator_records as cr
 from kcli.storage.compression import CompressionType
@@ -210,10 +211,12 @@ def test_the_writer_appends_commits_without_validating_and_moves_the_high_waterm
     replicas = _replicas(tmp_path)
     hosted = replicas.get("__consumer_offsets", 3)
     writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.GZIP)
-    first = writer.append_offset_commits(3, "grp", COMMITS, 1700000000009)
-    second = writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1300, 5, "", 1700000000010)}, 1700000000010)
-    tombstone = writer.append(3, [group_metadata_manager.offset_tombstone("grp", ("orders", 1), 1700000000011)])
-    assert (first, second, tombstone) == (0, 5, 6)
+    first, second, tombstone = Completion(), Completion(), Completion()
+    writer.append_offset_commits(3, "grp", COMMITS, 1700000000009, first)
+    writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1300, 5, "", 1700000000010)}, 1700000000010, second)
+    writer.append(3, [group_metadata_manager.offset_tombstone("grp", ("orders", 1), 1700000000011)], tombstone)
+    # The partition's ISR is its leader alone: each append is answered within its call.
+    assert [(c.result().error_code, c.result().base_offset) for c in (first, second, tombstone)] == [(0, 0), (0, 5), (0, 6)]
     assert hosted.log.log_end_offset == hosted.high_watermark == 7
     stored = list(iter_batches(b"".join(s.log.path.read_bytes() for s in hosted.log.segments)))
     expected = bytearray(build_batch([group_metadata_manager.offset_commit_record("grp", tp, v, 1700000000009) for tp, v in COMMITS.items()], compression=CompressionType.GZIP))
@@ -239,7 +242,7 @@ def test_a_write_answers_a_fetch_waiting_on_the_offsets_partition(tmp_path):
         params = FetchParams(replica_id=-1, max_wait_ms=60_000, min_bytes=1, max_bytes=1 << 20)
         replicas.fetch_messages(params, {("__consumer_offsets", 3): CachedPartition(None, 0, 1 << 20, -1)}, answered.set_result)
         assert not answered.done() and replicas.fetch_purgatory.watched() == 1
-        writer.append_offset_commits(3, "grp", COMMITS, 1700000000009)
+        writer.append_offset_commits(3, "grp", COMMITS, 1700000000009, lambda response: None)
         return answered.done(), await answered
 
     done_by_the_write, reads = asyncio.run(scenario())
@@ -253,17 +256,15 @@ def test_the_writer_answers_the_partitions_errors(tmp_path):
     replicas = _replicas(tmp_path, min_insync_replicas=2)
     hosted = replicas.get("__consumer_offsets", 3)
     writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.NONE)
-    with pytest.raises(KcliError) as isr:
-        writer.append_offset_commits(3, "grp", COMMITS, 1)
-    assert group_metadata_manager.append_error(isr.value, offsets=True) is ErrorCode.COORDINATOR_NOT_AVAILABLE
-    with pytest.raises(KcliError) as elsewhere:
-        writer.append_offset_commits(4, "grp", COMMITS, 1)
-    assert group_metadata_manager.append_error(elsewhere.value, offsets=True) is ErrorCode.NOT_COORDINATOR
+    isr, elsewhere, too_large = Completion(), Completion(), Completion()
+    writer.append_offset_commits(3, "grp", COMMITS, 1, isr)
+    assert group_metadata_manager.append_error(isr.result().error_code, offsets=True) is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    writer.append_offset_commits(4, "grp", COMMITS, 1, elsewhere)
+    assert group_metadata_manager.append_error(elsewhere.result().error_code, offsets=True) is ErrorCode.NOT_COORDINATOR
     small_replicas = _replicas(tmp_path / "small", max_message_bytes=200)
     small = small_replicas.get("__consumer_offsets", 3)
-    with pytest.raises(KcliError) as too_large:
-        group_metadata_manager.GroupMetadataManager(small_replicas, CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1)
-    assert group_metadata_manager.append_error(too_large.value, offsets=True) is ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    group_metadata_manager.GroupMetadataManager(small_replicas, CompressionType.NONE).append_offset_commits(3, "grp", COMMITS, 1, too_large)
+    assert group_metadata_manager.append_error(too_large.result().error_code, offsets=True) is ErrorCode.INVALID_COMMIT_OFFSET_SIZE
     assert hosted.log.log_end_offset == small.log.log_end_offset == 0
 
 
@@ -271,7 +272,7 @@ def test_written_commits_print_with_the_offsets_decoder(tmp_path, kcli_run):
     replicas = _replicas(tmp_path)
     hosted = replicas.get("__consumer_offsets", 3)
     writer = group_metadata_manager.GroupMetadataManager(replicas, CompressionType.NONE)
-    writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1234, 5, "m", 1700000000000)}, 1700000000009)
+    writer.append_offset_commits(3, "grp", {("orders", 0): OffsetAndMetadata(1234, 5, "m", 1700000000000)}, 1700000000009, lambda response: None)
     hosted.log.flush()
     code, out, err = kcli_run("dump-log-segments", "--offsets-decoder", "--files", str(hosted.log.segments[0].log.path))
     assert code == 0 and err == []

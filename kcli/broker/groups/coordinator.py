@@ -58,8 +58,9 @@ from kcli.broker.groups.offsets import (
     metadata_fits,
 )
 from kcli.broker.groups.partitioner import partition_for
+from kcli.broker.replica.delayed_produce import PartitionResponse
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
-from kcli.errors import ErrorCode, KcliError
+from kcli.errors import ErrorCode
 
 log = logging.getLogger("kcli.broker.groups")
 
@@ -533,24 +534,10 @@ class GroupCoordinator:
             if group.protocol_name == group.select_protocol():
                 log.info("Static member which joins during Stable stage and doesn't affect selectProtocol will not trigger rebalance.")
                 assignment = {m.member_id: m.assignment for m in group.members.values()}
-                error = self._store_group(group, assignment)
-                if error is not ErrorCode.NONE:
-                    log.warning("Failed to persist metadata for group %s: %s", group.group_id, error.name)
-                    group.update_member(member, old_protocols, old_rebalance_timeout, old_session_timeout, None)
-                    old_member = group.replace_static_member(join.group_instance_id, new_member_id, old_member_id)
-                    self._schedule_heartbeat(group, old_member)
-                    join.waiter.set_result(JoinGroupResult(
-                        UNKNOWN_MEMBER_ID, error, group.generation_id, group.protocol_type, group.protocol_name, current_leader or "",
-                    ))
-                elif join.support_skipping_assignment:
-                    # JoinGroup v9+: the leader learns it leads but skips the assignor, so the
-                    # Stable group's assignment stays as it is.
-                    is_leader = group.is_leader(new_member_id)
-                    group.complete_join(member, self._join_result(group, new_member_id, leader_gets_members=True, skip_assignment=is_leader))
-                else:
-                    # Older clients: the old leader id is returned so that a rejoined leader does
-                    # not compute an assignment a Stable group would not distribute.
-                    group.complete_join(member, self._join_result(group, new_member_id, leader_gets_members=False, leader=current_leader or ""))
+                self._store_group(group, assignment, functools.partial(
+                    self._static_member_stored, group, member, join, old_member_id, new_member_id, current_leader,
+                    (old_protocols, old_rebalance_timeout, old_session_timeout),
+                ))
             else:
                 self._maybe_prepare_rebalance(group, f"Group's selectedProtocol will change because static member {member.member_id} with instance id {join.group_instance_id} joined with change of protocol; client reason: {join.reason}")
         elif state is GroupState.COMPLETING_REBALANCE:
@@ -558,6 +545,29 @@ class GroupCoordinator:
             self._prepare_rebalance(group, f"Updating metadata for static member {member.member_id} with instance id {join.group_instance_id}; client reason: {join.reason}")
         elif state is not GroupState.PREPARING_REBALANCE:
             raise RuntimeError(f"Group {group.group_id} was not supposed to be in state {state} when the unknown static member {join.group_instance_id} rejoins.")
+
+    def _static_member_stored(
+        self, group: ClassicGroup, member: ClassicGroupMember, join: _Join, old_member_id: str, new_member_id: str,
+        current_leader: str | None, old: tuple[Protocols, int, int], error: ErrorCode,
+    ) -> None:
+        """The metadata of a Stable group whose static member rejoined is stored (or not)."""
+        if error is not ErrorCode.NONE:
+            log.warning("Failed to persist metadata for group %s: %s", group.group_id, error.name)
+            group.update_member(member, *old, None)
+            old_member = group.replace_static_member(join.group_instance_id, new_member_id, old_member_id)
+            self._schedule_heartbeat(group, old_member)
+            join.waiter.set_result(JoinGroupResult(
+                UNKNOWN_MEMBER_ID, error, group.generation_id, group.protocol_type, group.protocol_name, current_leader or "",
+            ))
+        elif join.support_skipping_assignment:
+            # JoinGroup v9+: the leader learns it leads but skips the assignor, so the
+            # Stable group's assignment stays as it is.
+            is_leader = group.is_leader(new_member_id)
+            group.complete_join(member, self._join_result(group, new_member_id, leader_gets_members=True, skip_assignment=is_leader))
+        else:
+            # Older clients: the old leader id is returned so that a rejoined leader does
+            # not compute an assignment a Stable group would not distribute.
+            group.complete_join(member, self._join_result(group, new_member_id, leader_gets_members=False, leader=current_leader or ""))
 
     # -- rebalancing ---------------------------------------------------------------------------
 
@@ -633,9 +643,7 @@ class GroupCoordinator:
         partition = self.partition_for(group.group_id)
         if group.is_(GroupState.EMPTY):
             log.info("Group %s with generation %d is now empty (%s-%d)", group.group_id, group.generation_id, GROUP_METADATA_TOPIC_NAME, partition)
-            error = self._store_group(group, {})
-            if error is not ErrorCode.NONE:
-                log.warning("Failed to write empty metadata for group %s: %s", group.group_id, error.name)
+            self._store_group(group, {}, functools.partial(self._empty_group_stored, group))
             return
         log.info("Stabilized group %s generation %d (%s-%d) with %d members", group.group_id, group.generation_id, GROUP_METADATA_TOPIC_NAME, partition, group.size)
         for member in list(group.members.values()):
@@ -644,6 +652,11 @@ class GroupCoordinator:
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         self._schedule_pending_sync(group)
+
+    @staticmethod
+    def _empty_group_stored(group: ClassicGroup, error: ErrorCode) -> None:
+        if error is not ErrorCode.NONE:
+            log.warning("Failed to write empty metadata for group %s: %s", group.group_id, error.name)
 
     def _schedule_pending_sync(self, group: ClassicGroup) -> None:
         if group.delayed_sync is not None:
@@ -843,7 +856,11 @@ class GroupCoordinator:
         missing = [m for m in group.members if m not in assignments]
         if missing:
             log.warning("Setting empty assignments for members %s of %s for generation %d", missing, group.group_id, group.generation_id)
-        error = self._store_group(group, assignment)
+        self._store_group(group, assignment, functools.partial(self._assignment_stored, group, generation_id, member_id, assignment))
+
+    def _assignment_stored(self, group: ClassicGroup, generation_id: int, member_id: str, assignment: Mapping[str, bytes], error: ErrorCode) -> None:
+        """Kafka's storeGroup callback in doSyncGroup: the group moves on only if it is still
+        completing the generation whose assignment was stored."""
         if not group.is_(GroupState.COMPLETING_REBALANCE) or generation_id != group.generation_id:
             return
         if error is not ErrorCode.NONE:
@@ -925,28 +942,31 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
-    ) -> dict[TopicPartition, ErrorCode]:
+        response_callback: Callable[[dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """Store a group's commits (Kafka's handleCommitOffsets); ``response_callback`` gets each
+        partition's error once they are replicated, or at once when refused."""
         error = self._validate_group_status(group_id, GroupApi.OFFSET_COMMIT)
         if error is not None:
-            return dict.fromkeys(offsets, error)
+            return response_callback(dict.fromkeys(offsets, error))
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 # A commit from an older generation of a group that no longer exists.
-                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+                return response_callback(dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION))
             # The group does not use Kafka's group management: its commits are accepted.
             group = self._get_or_create(group_id, True)
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
-            return dict.fromkeys(offsets, error)
+            return response_callback(dict.fromkeys(offsets, error))
         state = group.state
         if state is GroupState.COMPLETING_REBALANCE:
             # A member of the new generation commits before its assignment: it handles
             # REBALANCE_IN_PROGRESS by finishing the rebalance first.
-            return dict.fromkeys(offsets, ErrorCode.REBALANCE_IN_PROGRESS)
+            return response_callback(dict.fromkeys(offsets, ErrorCode.REBALANCE_IN_PROGRESS))
         if state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self._schedule_heartbeat(group, group.get(member_id))
-        return self._store_offsets(group, offsets)
+        self._store_offsets(group, offsets, response_callback)
 
     def _validate_offset_commit(self, group: ClassicGroup, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
         if group.is_(GroupState.DEAD):
@@ -962,7 +982,14 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit while the group has members
         return None
 
-    def _store_offsets(self, group: ClassicGroup, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, ErrorCode]:
+    def _store_offsets(
+        self,
+        group: ClassicGroup,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        response_callback: Callable[[dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """Kafka's GroupMetadataManager.storeOffsets: the commits are appended with acks=-1 and
+        become the group's committed offsets in the append's callback, once replicated."""
         limit = self.config.offset_metadata_max_bytes
         # A string of n characters is n to 2n UTF-16 units long: only a longer one is measured.
         half = limit // 2
@@ -973,19 +1000,34 @@ class GroupCoordinator:
                 valid = {tp: value for tp, value in offsets.items() if metadata_fits(value.metadata, limit)}
                 break
         if not valid:
-            return dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+            response_callback(dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+            return
+
+        def appended(response: Any) -> None:
+            if response.error_code != ErrorCode.NONE:
+                log.debug("Offset commit of group %s failed when appending to log: %s", group.group_id, ErrorCode(response.error_code).name)
+                response_callback(self._offset_results(offsets, valid, group_metadata_manager.append_error(response.error_code, offsets=True)))
+                return
+            if not group.is_(GroupState.DEAD):
+                for tp, value in valid.items():
+                    group.put_offset(tp, CommittedOffset(value, response.base_offset))
+            response_callback(self._offset_results(offsets, valid, ErrorCode.NONE))
+
+        self._append(
+            f"Offset commit of group {group.group_id}", appended,
+            self._writer.append_offset_commits, self.partition_for(group.group_id), group.group_id, valid, self._time_ms(),
+        )
+
+    @staticmethod
+    def _append(what: str, appended: Callable[[PartitionResponse], None], write: Callable[..., None], *args: Any) -> None:
+        """``write(*args, appended)``, one of the group metadata manager's acks=-1 appends. A
+        failure outside the log's errors is answered as UNKNOWN_SERVER_ERROR, so that whoever
+        waits on ``appended`` is answered."""
         try:
-            base_offset = self._writer.append_offset_commits(self.partition_for(group.group_id), group.group_id, valid, self._time_ms())
-        except KcliError as e:
-            log.debug("Offset commit of group %s failed when appending to log: %s", group.group_id, e)
-            return self._offset_results(offsets, valid, group_metadata_manager.append_error(e, offsets=True))
+            write(*args, appended)
         except Exception:
-            log.exception("Offset commit of group %s failed when appending to log", group.group_id)
-            return self._offset_results(offsets, valid, ErrorCode.UNKNOWN_SERVER_ERROR)
-        if not group.is_(GroupState.DEAD):
-            for tp, value in valid.items():
-                group.put_offset(tp, CommittedOffset(value, base_offset))
-        return self._offset_results(offsets, valid, ErrorCode.NONE)
+            log.exception("%s failed when appending to log", what)
+            appended(PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR))
 
     @staticmethod
     def _offset_results(offsets: Mapping[TopicPartition, OffsetAndMetadata], valid: Mapping[TopicPartition, OffsetAndMetadata], error: ErrorCode) -> dict[TopicPartition, ErrorCode]:
@@ -1007,38 +1049,43 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
-    ) -> dict[TopicPartition, ErrorCode]:
-        """Write a transaction's offsets as a transactional batch of its producer; they stay pending
-        until the transaction's marker reaches the group's partition (``complete_transaction``)."""
+        response_callback: Callable[[dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """Write a transaction's offsets as a transactional batch of its producer (acks=-1); once
+        replicated they are pending until the transaction's marker reaches the group's partition
+        (``complete_transaction``), and ``response_callback`` gets each partition's error."""
         error = self.transactional_commit_status(group_id)
         if error is not None:
-            return dict.fromkeys(offsets, error)
+            return response_callback(dict.fromkeys(offsets, error))
         group = self._get_or_create(group_id, True)
         if group.is_(GroupState.DEAD):
-            return dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return response_callback(dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE))
         if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
             error = self._validate_current_member(group, member_id, group_instance_id, "txn-offset-commit")
             if error is None and generation_id != group.generation_id:
                 error = ErrorCode.ILLEGAL_GENERATION
             if error is not None:
-                return dict.fromkeys(offsets, error)
+                return response_callback(dict.fromkeys(offsets, error))
         limit = self.config.offset_metadata_max_bytes
         valid = {tp: value for tp, value in offsets.items() if metadata_fits(value.metadata, limit)}
         if not valid:
-            return dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+            return response_callback(dict.fromkeys(offsets, ErrorCode.OFFSET_METADATA_TOO_LARGE))
         records = [group_metadata_manager.offset_commit_record(group_id, tp, value, self._time_ms()) for tp, value in valid.items()]
-        try:
-            base_offset = self._writer.append_transactional(self.partition_for(group_id), records, producer_id, producer_epoch)
-        except KcliError as e:
-            log.debug("Transactional offset commit of group %s failed when appending to log: %s", group_id, e)
-            return self._offset_results(offsets, valid, group_metadata_manager.append_error(e, offsets=True))
-        except Exception:
-            log.exception("Transactional offset commit of group %s failed when appending to log", group_id)
-            return self._offset_results(offsets, valid, ErrorCode.UNKNOWN_SERVER_ERROR)
-        pending = group.pending_transactional_offsets.setdefault(producer_id, {})
-        for tp, value in valid.items():
-            pending[tp] = CommittedOffset(value, base_offset)
-        return self._offset_results(offsets, valid, ErrorCode.NONE)
+
+        def appended(response: PartitionResponse) -> None:
+            if response.error_code != ErrorCode.NONE:
+                log.debug("Transactional offset commit of group %s failed when appending to log: %s", group_id, ErrorCode(response.error_code).name)
+                response_callback(self._offset_results(offsets, valid, group_metadata_manager.append_error(response.error_code, offsets=True)))
+                return
+            pending = group.pending_transactional_offsets.setdefault(producer_id, {})
+            for tp, value in valid.items():
+                pending[tp] = CommittedOffset(value, response.base_offset)
+            response_callback(self._offset_results(offsets, valid, ErrorCode.NONE))
+
+        self._append(
+            f"Transactional offset commit of group {group_id}", appended,
+            self._writer.append_transactional, self.partition_for(group_id), records, producer_id, producer_epoch,
+        )
 
     def transactional_commit_status(self, group_id: str | None) -> ErrorCode | None:
         """What a TxnOffsetCommit for the group answers before anything else (an empty group id is
@@ -1144,12 +1191,22 @@ class GroupCoordinator:
                 if group.generation_id > 0:
                     tombstones.append(group_metadata_manager.group_tombstone(group.group_id, timestamp))
             if tombstones:
-                try:
-                    self._writer.append(partition, tombstones)
-                    removed_count += len(removed)
-                except Exception as e:
-                    log.error("Failed to append %d tombstones to %s-%d for expired/deleted offsets and/or metadata for group %s: %s", len(tombstones), GROUP_METADATA_TOPIC_NAME, partition, group.group_id, e)
+                # As Kafka's cleanupGroupMetadata: the tombstones are not waited for.
+                self._append(
+                    f"Appending tombstones of group {group.group_id}",
+                    functools.partial(self._tombstones_appended, group.group_id, partition, len(tombstones)),
+                    self._writer.append, partition, tombstones,
+                )
+                removed_count += len(removed)
         return removed_count
+
+    @staticmethod
+    def _tombstones_appended(group_id: str, partition: int, count: int, response: PartitionResponse) -> None:
+        if response.error_code != ErrorCode.NONE:
+            log.error(
+                "Failed to append %d tombstones to %s-%d for expired/deleted offsets and/or metadata for group %s: %s",
+                count, GROUP_METADATA_TOPIC_NAME, partition, group_id, ErrorCode(response.error_code).name,
+            )
 
     def _schedule_offset_expiry(self) -> None:
         interval = self.config.offsets_retention_check_interval_ms
@@ -1228,18 +1285,22 @@ class GroupCoordinator:
 
     # -- storing the group ---------------------------------------------------------------------
 
-    def _store_group(self, group: ClassicGroup, assignment: Mapping[str, bytes]) -> ErrorCode:
+    def _store_group(self, group: ClassicGroup, assignment: Mapping[str, bytes], then: Callable[[ErrorCode], None]) -> None:
+        """Kafka's GroupMetadataManager.storeGroup: the group's metadata record appended with
+        acks=-1; ``then`` gets the error once it is replicated (NONE) or refused."""
         record = group_metadata_manager.group_metadata_record(group, assignment, self._time_ms())
-        try:
-            self._writer.append(self.partition_for(group.group_id), [record])
-        except KcliError as e:
-            log.debug("Metadata from group %s with generation %d failed when appending to log: %s", group.group_id, group.generation_id, e)
-            return group_metadata_manager.append_error(e, offsets=False)
-        except Exception:
-            # The waiting members must still be answered: an unexpected failure is an error code.
-            log.exception("Appending metadata of group %s generation %d failed", group.group_id, group.generation_id)
-            return ErrorCode.UNKNOWN_SERVER_ERROR
-        return ErrorCode.NONE
+
+        def appended(response: PartitionResponse) -> None:
+            if response.error_code == ErrorCode.NONE:
+                then(ErrorCode.NONE)
+                return
+            log.debug(
+                "Metadata from group %s with generation %d failed when appending to log: %s",
+                group.group_id, group.generation_id, ErrorCode(response.error_code).name,
+            )
+            then(group_metadata_manager.append_error(response.error_code, offsets=False))
+
+        self._append(f"Appending metadata of group {group.group_id}", appended, self._writer.append, self.partition_for(group.group_id), [record])
 
     # -- timers --------------------------------------------------------------------------------
 

@@ -25,13 +25,14 @@ them), as Kafka's loader does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kcli.broker.groups.group import ClassicGroup, GroupState, TopicPartition
 from kcli.broker.groups.member import ClassicGroupMember
 from kcli.broker.groups.offsets import CommittedOffset, OffsetAndMetadata
+from kcli.broker.replica.delayed_produce import PartitionResponse
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol import coordinator_records as records_schema
@@ -140,31 +141,36 @@ class GroupMetadataManager:
         hosted = self.replica_manager.get(GROUP_METADATA_TOPIC_NAME, partition)
         return None if hosted is None else hosted.log
 
-    def append(self, partition: int, records: list[NewRecord]) -> int:
-        """Write one batch; returns its base offset. Raises KafkaError with the log's error."""
-        return self.append_batch(partition, build_records(records, self.compression))
+    def append(self, partition: int, records: list[NewRecord], appended: Callable[[PartitionResponse], None]) -> None:
+        """Write one batch of ``records``; ``appended`` gets the partition's answer."""
+        self.append_batch(partition, build_records(records, self.compression), appended)
 
-    def append_offset_commits(self, partition: int, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], timestamp: int) -> int:
-        """Write the group's commits as one batch (``offset_commit_batch``); returns its base offset."""
-        return self.append_batch(partition, offset_commit_batch(group_id, offsets, timestamp, self.compression))
+    def append_offset_commits(
+        self, partition: int, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], timestamp: int, appended: Callable[[PartitionResponse], None]
+    ) -> None:
+        """Write the group's commits as one batch (``offset_commit_batch``)."""
+        self.append_batch(partition, offset_commit_batch(group_id, offsets, timestamp, self.compression), appended)
 
-    def append_transactional(self, partition: int, records: list[NewRecord], producer_id: int, producer_epoch: int) -> int:
+    def append_transactional(
+        self, partition: int, records: list[NewRecord], producer_id: int, producer_epoch: int, appended: Callable[[PartitionResponse], None]
+    ) -> None:
         """Write a transaction's offset commits as one transactional batch of its producer (the
-        coordinator's append: the epoch is checked, the sequence is not); returns its base offset."""
+        coordinator's append: the epoch is checked, the sequence is not)."""
         batch = build_batch(
             records, compression=self.compression, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0, transactional=True
         )
-        return self.replica_manager.append_at_once((GROUP_METADATA_TOPIC_NAME, partition), batch, AppendOrigin.COORDINATOR).base_offset
+        self.replica_manager.append_for_coordinator((GROUP_METADATA_TOPIC_NAME, partition), batch, AppendOrigin.COORDINATOR, appended)
 
-    def append_batch(self, partition: int, batch: MemoryRecordsBuilder) -> int:
-        """Append a batch built here through the replica manager, as a produce with acks=all;
-        returns its base offset. Raises KafkaError with the partition's error."""
-        return self.replica_manager.append_at_once((GROUP_METADATA_TOPIC_NAME, partition), batch, AppendOrigin.CLIENT).base_offset
+    def append_batch(self, partition: int, batch: MemoryRecordsBuilder, appended: Callable[[PartitionResponse], None]) -> None:
+        """Append a batch built here through the replica manager with acks=-1 (Kafka's
+        appendForGroup); ``appended`` gets the partition's answer once its in-sync replicas have
+        the batch, or at once when the append fails."""
+        self.replica_manager.append_for_coordinator((GROUP_METADATA_TOPIC_NAME, partition), batch, AppendOrigin.CLIENT, appended)
 
 
-def append_error(error: KcliError, *, offsets: bool) -> ErrorCode:
+def append_error(error_code: int, *, offsets: bool) -> ErrorCode:
     """The error a failed coordinator write answers with (Kafka's conversions)."""
-    code = ErrorCode(error.error_code)
+    code = ErrorCode(error_code)
     if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):

@@ -11,6 +11,7 @@ TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
 
@@ -23,7 +24,11 @@ def handle(ctx, request):
     if not request.group_id:
         return {"error_code": ErrorCode.INVALID_GROUP_ID}
     partitions = broker.group_coordinator.config.offsets_partitions
-    error = broker.transaction_coordinator.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, partitions)
-    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
-        error = ErrorCode.INVALID_PRODUCER_EPOCH
-    return {"error_code": error}
+    done = Completion()
+    broker.transaction_coordinator.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, partitions, done)
+    return answer(done, lambda error: {"error_code": _known_to_version(ctx, error)})
+
+
+def _known_to_version(ctx, error: ErrorCode) -> ErrorCode:
+    """PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2 else error

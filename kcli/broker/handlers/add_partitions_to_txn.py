@@ -18,6 +18,7 @@ verify_only; v5 may answer TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
@@ -28,19 +29,20 @@ VERSIONS = (0, 5)
 
 def handle(ctx, request):
     if ctx.api_version < 4:
-        topics = request.v3_and_below_topics
-        results = _transaction(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                               request.v3_and_below_producer_epoch, topics, verify_only=False)
-        return {"results_by_topic_v3_and_below": results}
-    answers = []
-    for transaction in request.transactions:
-        results = _transaction(ctx, transaction.transactional_id, transaction.producer_id, transaction.producer_epoch,
-                               transaction.topics, verify_only=transaction.verify_only)
-        answers.append({"transactional_id": transaction.transactional_id, "topic_results": results})
-    return {"results_by_transaction": answers}
+        done = _transaction(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                            request.v3_and_below_producer_epoch, request.v3_and_below_topics, verify_only=False)
+        return answer(done, lambda results: {"results_by_topic_v3_and_below": results})
+    transactions = list(request.transactions)
+    done = [
+        _transaction(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, verify_only=t.verify_only) for t in transactions
+    ]
+    return answer(done, lambda results: {"results_by_transaction": [
+        {"transactional_id": t.transactional_id, "topic_results": r} for t, r in zip(transactions, results, strict=True)
+    ]})
 
 
-def _transaction(ctx, transactional_id: str, producer_id: int, producer_epoch: int, topics, *, verify_only: bool) -> list[dict]:
+def _transaction(ctx, transactional_id: str, producer_id: int, producer_epoch: int, topics, *, verify_only: bool) -> Completion:
+    """One transaction's partitions added (or verified): a completion of its topic results."""
     broker = ctx.broker
     partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
     failed: dict[tuple[str, int], ErrorCode] = {}
@@ -52,15 +54,23 @@ def _transaction(ctx, transactional_id: str, producer_id: int, producer_epoch: i
         elif info is None or index not in info.partitions:
             failed[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     coordinator = broker.transaction_coordinator
+    done = Completion()
     if failed:
-        errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+        done(_by_topic({tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}))
     elif verify_only:
-        errors = coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        done(_by_topic(coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)))
     else:
-        error = coordinator.add_partitions(transactional_id, producer_id, producer_epoch, set(partitions))
-        if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
-        errors = dict.fromkeys(partitions, error)
+
+        def added(error: ErrorCode) -> None:
+            if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+                error = ErrorCode.INVALID_PRODUCER_EPOCH
+            done(_by_topic(dict.fromkeys(partitions, error)))
+
+        coordinator.add_partitions(transactional_id, producer_id, producer_epoch, set(partitions), added)
+    return done
+
+
+def _by_topic(errors: dict[tuple[str, int], ErrorCode]) -> list[dict]:
     by_topic: dict[str, list[dict]] = {}
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append({"partition_index": index, "partition_error_code": error})

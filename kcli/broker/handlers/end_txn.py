@@ -16,6 +16,7 @@ TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
 
@@ -24,7 +25,11 @@ VERSIONS = (0, 4)
 
 
 def handle(ctx, request):
-    error = ctx.broker.transaction_coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
-    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
-        error = ErrorCode.INVALID_PRODUCER_EPOCH
-    return {"error_code": error}
+    done = Completion()
+    ctx.broker.transaction_coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed, done)
+    return answer(done, lambda error: {"error_code": _known_to_version(ctx, error)})
+
+
+def _known_to_version(ctx, error: ErrorCode) -> ErrorCode:
+    """PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2 else error

@@ -21,6 +21,7 @@ answer PRODUCER_FENCED.
 from __future__ import annotations
 
 from kcli.broker.groups.wire import duration_ms
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
 
@@ -38,10 +39,15 @@ def handle(ctx, request):
     coordinator = ctx.broker.transaction_coordinator
     producer_id = getattr(request, "producer_id", -1)
     expected = None if producer_id == -1 else (producer_id, request.producer_epoch)
+    done = Completion()
     try:
-        error, producer_id, epoch = coordinator.init_producer_id(request.transactional_id, duration_ms(request.transaction_timeout), expected)
+        coordinator.init_producer_id(request.transactional_id, duration_ms(request.transaction_timeout), expected, done)
     except KcliError as e:
-        error, producer_id, epoch = ErrorCode(e.error_code), -1, -1
+        done((ErrorCode(e.error_code), -1, -1))
+    return answer(done, lambda result: _response(ctx, *result))
+
+
+def _response(ctx, error: ErrorCode, producer_id: int, epoch: int) -> dict:
     if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return {"error_code": error, "producer_id": producer_id, "producer_epoch": epoch}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.broker.groups.offsets import DEFAULT_RETENTION_TIME, NO_METADATA, OffsetAndMetadata
 from kcli.broker.groups.wire import duration_ms, leader_epoch_or_none
 from kcli.common import TopicPartition
@@ -73,15 +74,22 @@ def handle(ctx, request):
                     _commit_time(partition, now),
                     expire,
                 )
-    results = {}
+    done = Completion()
     if commits:
-        results = coordinator.commit_offsets(
+        coordinator.commit_offsets(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),
             request.generation_id_or_member_epoch,
             commits,
+            done,
         )
+    else:
+        done({})
+    return answer(done, lambda results: _response(request, version, errors, names, results))
+
+
+def _response(request, version: int, errors: dict, names: dict, results: dict) -> dict:
     topics = []
     for t, topic in enumerate(request.topics):
         partitions = []

@@ -20,6 +20,9 @@ generation and group instance id; v4 may answer TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
+import asyncio
+
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.broker.groups.offsets import NO_METADATA, OffsetAndMetadata
 from kcli.broker.groups.wire import leader_epoch_or_none
 from kcli.broker.transactions.verification import coordinator_is_remote
@@ -47,7 +50,8 @@ async def _handle_verified_remotely(ctx, request):
     """The transactional id's coordinator is another broker: it verifies first."""
     tp = TopicPartition(GROUP_METADATA_TOPIC_NAME, ctx.broker.group_coordinator.partition_for(request.group_id))
     errors = await ctx.broker.add_partitions_to_txn_manager.verify(request.transactional_id, request.producer_id, request.producer_epoch, [tp])
-    return _handle(ctx, request, errors[tp])
+    response = _handle(ctx, request, errors[tp])
+    return await response if asyncio.iscoroutine(response) else response
 
 
 def _handle(ctx, request, remote_error: ErrorCode | None = None):
@@ -70,12 +74,13 @@ def _handle(ctx, request, remote_error: ErrorCode | None = None):
                     NO_METADATA if p.committed_metadata is None else p.committed_metadata,
                     now,
                 )
+    done = Completion()
     if commits:
         error = groups.transactional_commit_status(request.group_id) or _verify(ctx, request, version, remote_error)
         if error is not None:
-            errors.update(dict.fromkeys(commits, error))
+            done(dict.fromkeys(commits, error))
         else:
-            errors.update(groups.commit_transactional_offsets(
+            groups.commit_transactional_offsets(
                 request.group_id,
                 request.producer_id,
                 request.producer_epoch,
@@ -83,7 +88,14 @@ def _handle(ctx, request, remote_error: ErrorCode | None = None):
                 getattr(request, "group_instance_id", None),
                 getattr(request, "generation_id", -1),
                 commits,
-            ))
+                done,
+            )
+    else:
+        done({})
+    return answer(done, lambda results: _response(request, {**errors, **results}))
+
+
+def _response(request, errors: dict) -> dict:
     topics = []
     for topic in request.topics:
         partitions = [{"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]} for p in topic.partitions]

@@ -8,7 +8,8 @@ NOT_LEADER_OR_FOLLOWER (the coordinator retries it at the new leader), one the c
 have UNKNOWN_TOPIC_OR_PARTITION; a stale producer epoch INVALID_PRODUCER_EPOCH; an older coordinator
 epoch than the partition's last marker TRANSACTION_COORDINATOR_FENCED. A marker on
 ``__consumer_offsets`` also commits or drops the producer's pending transactional offsets
-there. kcli's coordinator writes the markers of the partitions its own broker leads in-process
+there. Each marker is appended with acks=-1: the answer comes once every partition's in-sync
+replicas have its marker (Kafka's appendRecords callback). kcli's coordinator writes the markers of the partitions its own broker leads in-process
 and sends the others here (``transactions/marker_channel_manager``); tools use it too.
 
 Version notes: v1 is flexible (v0, the same fields unflexible, has no schema in the message
@@ -17,9 +18,8 @@ layer; SKIPPED.md).
 
 from __future__ import annotations
 
-from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from kcli.broker.handlers._completion import Completion, answer
 from kcli.broker.transactions.markers import write_marker
-from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
@@ -30,19 +30,26 @@ def handle(ctx, request):
     broker = ctx.broker
     groups = broker.group_coordinator
     now = broker.transaction_coordinator.now_ms()
+    written = []  # (marker's place, topic, partition, completion)
+    for m, marker in enumerate(request.markers):
+        for topic in marker.topics:
+            for index in topic.partition_indexes:
+                done = Completion()
+                write_marker(
+                    broker.replica_manager, groups, topic.name, index, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+                    bool(marker.transaction_result), now, done,
+                )
+                written.append(done)
+    return answer(written, lambda errors: _response(request, iter(errors)))
+
+
+def _response(request, errors) -> dict:
+    """The answers in the request's order (``errors``: one per partition, in that order)."""
     answers = []
     for marker in request.markers:
-        commit = bool(marker.transaction_result)
-        topics = []
-        for topic in marker.topics:
-            partitions = []
-            for index in topic.partition_indexes:
-                error = write_marker(
-                    broker.replica_manager, topic.name, index, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, commit, now
-                )
-                if error == ErrorCode.NONE and topic.name == GROUP_METADATA_TOPIC_NAME and groups is not None:
-                    groups.complete_transaction(marker.producer_id, index, commit)
-                partitions.append({"partition_index": index, "error_code": error})
-            topics.append({"name": topic.name, "partitions": partitions})
+        topics = [
+            {"name": topic.name, "partitions": [{"partition_index": index, "error_code": next(errors)} for index in topic.partition_indexes]}
+            for topic in marker.topics
+        ]
         answers.append({"producer_id": marker.producer_id, "topics": topics})
     return {"markers": answers}

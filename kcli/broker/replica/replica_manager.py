@@ -443,21 +443,24 @@ class ReplicaManager:
         else:
             response_callback([(key, status.response) for key, status in statuses])
 
-    def append_at_once(self, key: TopicPartition, records: Any, origin: AppendOrigin) -> PartitionResponse:
+    def append_for_coordinator(
+        self,
+        key: TopicPartition,
+        records: Any,
+        origin: AppendOrigin,
+        response_callback: Callable[[PartitionResponse], None],
+        *,
+        timeout_ms: int = COORDINATOR_APPEND_TIMEOUT_MS,
+    ) -> None:
         """``append_records`` for the broker's own writers (the group and transaction
-        coordinators' records, transaction markers), which need the answer within their step:
-        internal topics allowed; the partition's error is raised as a KafkaError. Their steps are
-        synchronous, so the answer must come within the call: it comes once the leader's log
-        has the records (acks=1). Kafka's coordinators append with acks=-1 and finish their step
-        when the followers have them; that waits for the steps' tails to become callbacks."""
-        answered: list[list[tuple[TopicPartition, PartitionResponse]]] = []
-        self.append_records([(key, records)], 1, COORDINATOR_APPEND_TIMEOUT_MS, origin, answered.append, internal_topics_allowed=True)
-        if not answered:
-            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"The append to {key[0]}-{key[1]} waits for its followers")
-        [(_, response)] = answered[0]
-        if response.error_code != ErrorCode.NONE:
-            raise KafkaError(ErrorCode(response.error_code), response.error_message)
-        return response
+        coordinators' records, transaction markers), as Kafka's coordinators append: acks=-1,
+        internal topics allowed, one partition. ``response_callback`` gets the partition's
+        answer once its in-sync replicas have the records (at once when the leader is the whole
+        ISR, or when the append fails); the caller's step finishes there, so nothing it answers
+        rests on records a new leader could lack."""
+        self.append_records(
+            [(key, records)], -1, timeout_ms, origin, lambda answers: response_callback(answers[0][1]), internal_topics_allowed=True
+        )
 
     def _append_to_local_log(self, key: TopicPartition, records, acks: int, origin: AppendOrigin, internal_topics_allowed: bool, prepare):
         topic, index = key

@@ -1,9 +1,11 @@
 """The transaction coordinator (Kafka's TransactionCoordinator and TransactionStateManager).
 
 Every transactional id of the ``__transaction_state`` partitions this broker leads lives here,
-in memory, as the last record written for it. Each request and each timer changes one id in a
-single synchronous call on the event loop (the owner that serialises its changes): the new state
-is prepared, its record appended, and only then installed. EndTxn writes PrepareCommit or
+in memory, as the last record written for it. Each request and each timer changes one id on the
+event loop (the owner that serialises its changes): the new state is prepared, its record
+appended with acks=-1, and only installed, and the request answered, in the append's callback,
+once the in-sync replicas have it (Kafka's appendTransactionToLog); meanwhile the id answers
+CONCURRENT_TRANSACTIONS (Kafka's pendingState). EndTxn writes PrepareCommit or
 PrepareAbort, then the markers to every partition of the transaction (``markers``; for
 ``__consumer_offsets`` the group coordinator then applies or drops the transaction's offsets),
 then CompleteCommit or CompleteAbort. A marker that cannot be written yet (a partition still
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -35,8 +38,9 @@ from kcli.broker.transactions import markers, transaction_state_manager
 from kcli.broker.transactions.marker_channel_manager import PendingMarkers
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kcli.broker.transactions.metadata import TransactionMetadata, TransactionState, is_epoch_exhausted
+from kcli.broker.replica.delayed_produce import PartitionResponse
 from kcli.common import TopicPartition
-from kcli.errors import ErrorCode, KcliError
+from kcli.errors import ErrorCode
 from kcli.storage.records import NO_PRODUCER_EPOCH
 
 log = logging.getLogger("kcli.broker.transactions")
@@ -99,8 +103,10 @@ class TransactionCoordinator:
         self._loading: set[int] = set()
         # Prepare{Commit,Abort} transactions whose markers are not all written: id -> partitions left.
         self._pending_markers: dict[str, set[TopicPartition]] = {}
-        # Of those, the partitions whose markers are on their way to another broker.
+        # Of those, the partitions whose markers are written and not yet answered.
         self._markers_in_flight: dict[str, set[TopicPartition]] = {}
+        # Ids whose next record is appended and not yet replicated (Kafka's pendingState).
+        self._writes_in_flight: set[str] = set()
         self._active = False
         self._tasks: set[asyncio.Task] = set()
         self._timers: list[asyncio.TimerHandle] = []
@@ -221,26 +227,49 @@ class TransactionCoordinator:
         hosted = self._writer.partition(self.partition_for(transactional_id))
         return 0 if hosted is None else max(hosted.leader_epoch, 0)
 
-    def _write(self, metadata: TransactionMetadata) -> ErrorCode:
-        """Append the record of ``metadata`` and install it; the error when the append fails."""
+    def _write(self, metadata: TransactionMetadata, then: Callable[[ErrorCode], None]) -> None:
+        """Append the record of ``metadata`` with acks=-1; once its in-sync replicas have it,
+        install it and call ``then(NONE)``, else ``then`` the error (Kafka's
+        appendTransactionToLog and its callback). A coordinator that lost the partition meanwhile
+        installs nothing and answers NOT_COORDINATOR."""
+        transactional_id = metadata.transactional_id
+        partition = self.partition_for(transactional_id)
+        self._writes_in_flight.add(transactional_id)
+
+        def appended(response: Any) -> None:
+            self._writes_in_flight.discard(transactional_id)
+            error = ErrorCode(response.error_code)
+            if error != ErrorCode.NONE:
+                log.info("Appending %s of %s to the transaction log failed: %s", metadata.state.kafka_name, transactional_id, error.name)
+                then(transaction_state_manager.append_error(error))
+            elif not self._active or partition not in self._owned:
+                then(ErrorCode.NOT_COORDINATOR)
+            else:
+                self._txns[transactional_id] = metadata
+                then(ErrorCode.NONE)
+
         try:
-            self._writer.append(self.partition_for(metadata.transactional_id), transaction_state_manager.transaction_batch(metadata, self._time_ms()))
-        except KcliError as e:
-            log.info("Appending %s of %s to the transaction log failed: %s", metadata.state.kafka_name, metadata.transactional_id, e)
-            return transaction_state_manager.append_error(e)
+            self._writer.append(partition, transaction_state_manager.transaction_batch(metadata, self._time_ms()), appended)
         except Exception:
-            log.exception("Appending %s of %s to the transaction log failed", metadata.state.kafka_name, metadata.transactional_id)
-            return ErrorCode.UNKNOWN_SERVER_ERROR
-        self._txns[metadata.transactional_id] = metadata
-        return ErrorCode.NONE
+            log.exception("Appending %s of %s to the transaction log failed", metadata.state.kafka_name, transactional_id)
+            appended(PartitionResponse(ErrorCode.UNKNOWN_SERVER_ERROR))
 
     def valid_timeout(self, timeout_ms: int) -> bool:
         return 0 < timeout_ms <= self.config.max_timeout_ms
 
     # -- InitProducerId ------------------------------------------------------------------------
 
-    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None) -> tuple[ErrorCode, int, int]:
-        """``(error, producer id, epoch)`` for a transactional producer starting (or restarting)."""
+    def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None, response_callback: Callable[[tuple[ErrorCode, int, int]], None]
+    ) -> None:
+        """``response_callback((error, producer id, epoch))`` for a transactional producer starting
+        (or restarting), once its new epoch is replicated."""
+        answer = self._init_producer_id(transactional_id, timeout_ms, expected, response_callback)
+        if answer is not None:
+            response_callback(answer)
+
+    def _init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None, response_callback) -> tuple[ErrorCode, int, int] | None:
+        """The answer when known at once; None when ``response_callback`` will get it."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, -1, -1
         if not self.valid_timeout(timeout_ms):
@@ -248,7 +277,7 @@ class TransactionCoordinator:
         error = self._state_error(transactional_id)
         if error is not None:
             return error, -1, -1
-        if transactional_id in self._pending_markers:
+        if transactional_id in self._pending_markers or transactional_id in self._writes_in_flight:
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         now = self._time_ms()
         metadata = self._txns.get(transactional_id)
@@ -263,8 +292,11 @@ class TransactionCoordinator:
         if state == _S.ONGOING:
             # Abort the open transaction under a bumped epoch (fencing its producer); the client
             # retries on CONCURRENT_TRANSACTIONS and gets the epoch bumped once more.
-            error = self._end(metadata.prepare_fence_producer_epoch(), commit=False)
-            return (ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE else error), -1, -1
+            self._end(
+                metadata.prepare_fence_producer_epoch(), False,
+                lambda error: response_callback(((ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE else error), -1, -1)),
+            )
+            return None
         if state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
             return ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1
         if is_epoch_exhausted(metadata.producer_epoch) and (expected is None or expected[1] == metadata.producer_epoch):
@@ -273,14 +305,19 @@ class TransactionCoordinator:
             new = metadata.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1], now)
             if new is None:
                 return ErrorCode.PRODUCER_FENCED, -1, -1
-        error = self._write(new)
-        if error != ErrorCode.NONE:
-            return error, -1, -1
-        log.info(
-            "Initialized transactionalId %s with producerId %d and producer epoch %d on partition %s-%d",
-            transactional_id, new.producer_id, new.producer_epoch, TRANSACTION_STATE_TOPIC_NAME, self.partition_for(transactional_id),
-        )
-        return ErrorCode.NONE, new.producer_id, new.producer_epoch
+
+        def written(error: ErrorCode) -> None:
+            if error != ErrorCode.NONE:
+                response_callback((error, -1, -1))
+                return
+            log.info(
+                "Initialized transactionalId %s with producerId %d and producer epoch %d on partition %s-%d",
+                transactional_id, new.producer_id, new.producer_epoch, TRANSACTION_STATE_TOPIC_NAME, self.partition_for(transactional_id),
+            )
+            response_callback((ErrorCode.NONE, new.producer_id, new.producer_epoch))
+
+        self._write(new, written)
+        return None
 
     @staticmethod
     def _valid_producer_id(metadata: TransactionMetadata, expected: tuple[int, int]) -> bool:
@@ -304,24 +341,33 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
         if metadata.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED, None
+        if transactional_id in self._writes_in_flight:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
         return None, metadata
 
-    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[TopicPartition]) -> ErrorCode:
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[TopicPartition], response_callback: Callable[[ErrorCode], None]
+    ) -> None:
+        """``response_callback(error)`` once the partitions joined the transaction (replicated)."""
         error, metadata = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if error is None:
+            if transactional_id in self._pending_markers or metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+                error = ErrorCode.CONCURRENT_TRANSACTIONS
+            elif metadata.state == _S.ONGOING and partitions <= metadata.partitions:
+                error = ErrorCode.NONE
+            elif metadata.state not in (_S.EMPTY, _S.ONGOING, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+                error = ErrorCode.INVALID_TXN_STATE
         if error is not None:
-            return error
-        if transactional_id in self._pending_markers or metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        if metadata.state == _S.ONGOING and partitions <= metadata.partitions:
-            return ErrorCode.NONE
-        if metadata.state not in (_S.EMPTY, _S.ONGOING, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
-            return ErrorCode.INVALID_TXN_STATE
-        return self._write(metadata.prepare_add_partitions(partitions, self._time_ms()))
+            response_callback(error)
+            return
+        self._write(metadata.prepare_add_partitions(partitions, self._time_ms()), response_callback)
 
-    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str, offsets_partitions: int) -> ErrorCode:
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str, offsets_partitions: int, response_callback: Callable[[ErrorCode], None]
+    ) -> None:
         """The group's ``__consumer_offsets`` partition joins the transaction."""
         partition = partition_for(group_id, offsets_partitions)
-        return self.add_partitions(transactional_id, producer_id, producer_epoch, {(GROUP_METADATA_TOPIC_NAME, partition)})
+        self.add_partitions(transactional_id, producer_id, producer_epoch, {(GROUP_METADATA_TOPIC_NAME, partition)}, response_callback)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         """KIP-890's check that a transactional write goes to a partition of the open transaction:
@@ -337,49 +383,61 @@ class TransactionCoordinator:
 
     # -- EndTxn --------------------------------------------------------------------------------
 
-    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, response_callback: Callable[[ErrorCode], None]) -> None:
+        """``response_callback(error)`` once the decision is replicated (or refused at once)."""
         error, metadata = self._check_producer(transactional_id, producer_id, producer_epoch)
-        if error is not None:
-            return error
-        if transactional_id in self._pending_markers:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        state = metadata.state
-        if state == _S.ONGOING:
-            return self._end(metadata, commit)
-        if state == _S.COMPLETE_COMMIT:
-            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
-        if state == _S.COMPLETE_ABORT:
-            return ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.NONE
-        if state == _S.PREPARE_COMMIT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
-        if state == _S.PREPARE_ABORT:
-            return ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.CONCURRENT_TRANSACTIONS
-        return ErrorCode.INVALID_TXN_STATE
+        if error is None and transactional_id in self._pending_markers:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error is None:
+            state = metadata.state
+            if state == _S.ONGOING:
+                self._end(metadata, commit, response_callback)
+                return
+            if state == _S.COMPLETE_COMMIT:
+                error = ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
+            elif state == _S.COMPLETE_ABORT:
+                error = ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.NONE
+            elif state == _S.PREPARE_COMMIT:
+                error = ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
+            elif state == _S.PREPARE_ABORT:
+                error = ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.CONCURRENT_TRANSACTIONS
+            else:
+                error = ErrorCode.INVALID_TXN_STATE
+        response_callback(error)
 
-    def _end(self, metadata: TransactionMetadata, commit: bool) -> ErrorCode:
-        """Write the decision (PrepareCommit/PrepareAbort), then the markers and the completion."""
+    def _end(self, metadata: TransactionMetadata, commit: bool, then: Callable[[ErrorCode], None]) -> None:
+        """Write the decision (PrepareCommit/PrepareAbort); once it is replicated, ``then`` is
+        answered and the markers are written, then the completion. No marker is written before
+        the decision is replicated: a new coordinator always knows what the markers say."""
         prepared = metadata.prepare_abort_or_commit(_S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT, self._time_ms())
-        error = self._write(prepared)
-        if error != ErrorCode.NONE:
-            return error
-        self._pending_markers[prepared.transactional_id] = set(prepared.partitions)
-        self.send_markers(prepared.transactional_id)
-        return ErrorCode.NONE
 
-    def send_markers(self, transactional_id: str) -> bool:
-        """Write the markers still owed by a prepared transaction, then its completion; True when
-        the transaction is complete."""
+        def written(error: ErrorCode) -> None:
+            if error == ErrorCode.NONE:
+                self._pending_markers[prepared.transactional_id] = set(prepared.partitions)
+            then(error)
+            if error == ErrorCode.NONE:
+                self.send_markers(prepared.transactional_id)
+
+        self._write(prepared, written)
+
+    def send_markers(self, transactional_id: str) -> None:
+        """Write the markers still owed by a prepared transaction: here for the partitions this
+        broker leads, through WriteTxnMarkers for the others; once every one is answered
+        (replicated at its leader), the completion."""
         metadata = self._txns.get(transactional_id)
         remaining = self._pending_markers.get(transactional_id)
         if metadata is None or remaining is None:
             self._pending_markers.pop(transactional_id, None)
             self._markers_in_flight.pop(transactional_id, None)
-            return True
+            return
+        if transactional_id in self._writes_in_flight:
+            return  # the completion is being written
         commit = metadata.state == _S.PREPARE_COMMIT
         coordinator_epoch = self._coordinator_epoch(transactional_id)
         now = self._time_ms()
         groups = self._group_coordinator()
         in_flight = self._markers_in_flight.setdefault(transactional_id, set())
+        local: list[TopicPartition] = []
         remote: dict[int, list[TopicPartition]] = {}
         for topic, index in sorted(remaining):
             if (topic, index) in in_flight:
@@ -393,35 +451,27 @@ class TransactionCoordinator:
                     continue  # no leader now: tried again on the timer
             if topic == GROUP_METADATA_TOPIC_NAME and groups is not None and index in groups.hosted_partitions() and not groups.is_loaded(index):
                 continue  # its groups are loading: the marker waits so their offsets see it
-            error = markers.write_marker(self._replicas, topic, index, metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit, now)
-            if error == ErrorCode.NONE and topic == GROUP_METADATA_TOPIC_NAME and groups is not None:
-                groups.complete_transaction(metadata.producer_id, index, commit)
-            if error in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-                # A partition deleted since it joined the transaction has nothing left to mark.
-                remaining.discard((topic, index))
-            else:
-                log.warning("Writing the %s marker of %s to %s-%d failed (%s); retrying", "COMMIT" if commit else "ABORT", transactional_id, topic, index, error.name)
+            local.append(TopicPartition(topic, index))
+        in_flight.update(local)
         for destination, partitions in remote.items():
             in_flight.update(partitions)
             self._marker_channel.add_markers(destination, PendingMarkers(
                 transactional_id, metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit, partitions,
                 lambda results, tid=transactional_id: self._markers_answered(tid, results),
             ))
-        if remaining:
-            if remaining - in_flight:
-                self._schedule_marker_retry(MARKER_RETRY_MS)
-            return False
-        self._markers_in_flight.pop(transactional_id, None)
-        if self._write(metadata.prepare_complete(self._time_ms())) != ErrorCode.NONE:
+        for tp in local:
+            markers.write_marker(
+                self._replicas, groups, tp[0], tp[1], metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit, now,
+                lambda error, tid=transactional_id, tp=tp: self._markers_answered(tid, {tp: error}),
+            )
+        if not remaining:
+            self._complete(transactional_id)  # nothing was owed, or every marker was answered at once
+        elif remaining - in_flight:
             self._schedule_marker_retry(MARKER_RETRY_MS)
-            return False
-        del self._pending_markers[transactional_id]
-        log.debug("Completed the transaction of %s (%s)", transactional_id, "commit" if commit else "abort")
-        return True
 
     def _markers_answered(self, transactional_id: str, results: dict[TopicPartition, ErrorCode]) -> None:
-        """Another broker answered WriteTxnMarkers: written partitions are done, the others are
-        tried again (at their leader then) on the timer."""
+        """A leader (this broker, or another through WriteTxnMarkers) answered markers: written
+        partitions are done, the others are tried again (at their leader then) on the timer."""
         in_flight = self._markers_in_flight.get(transactional_id)
         remaining = self._pending_markers.get(transactional_id)
         if in_flight is not None:
@@ -431,6 +481,7 @@ class TransactionCoordinator:
         failed = False
         for (topic, index), error in results.items():
             if error in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                # A partition deleted since it joined the transaction has nothing left to mark.
                 remaining.discard((topic, index))
             else:
                 failed = True
@@ -439,7 +490,24 @@ class TransactionCoordinator:
         if failed:
             self._schedule_marker_retry(MARKER_RETRY_MS)
         elif not remaining:
-            self.send_markers(transactional_id)
+            self._complete(transactional_id)
+
+    def _complete(self, transactional_id: str) -> None:
+        """Every marker is written: CompleteCommit or CompleteAbort, then the id is free again."""
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or transactional_id not in self._pending_markers or transactional_id in self._writes_in_flight:
+            return
+        self._markers_in_flight.pop(transactional_id, None)
+        commit = metadata.state == _S.PREPARE_COMMIT
+
+        def written(error: ErrorCode) -> None:
+            if error != ErrorCode.NONE:
+                self._schedule_marker_retry(MARKER_RETRY_MS)
+                return
+            self._pending_markers.pop(transactional_id, None)
+            log.debug("Completed the transaction of %s (%s)", transactional_id, "commit" if commit else "abort")
+
+        self._write(metadata.prepare_complete(self._time_ms()), written)
 
     def _schedule_marker_retry(self, delay_ms: int) -> None:
         if self._retry is not None or not self._active:
@@ -523,28 +591,43 @@ class TransactionCoordinator:
         for metadata in list(self._txns.values()):
             if metadata.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT) or metadata.transactional_id in self._pending_markers:
                 continue
+            if metadata.transactional_id in self._writes_in_flight:
+                continue
             if metadata.txn_last_update_timestamp > now - self.config.id_expiration_ms:
                 continue
             partition = self.partition_for(metadata.transactional_id)
             if partition not in self._owned:
                 continue
             metadata.prepare_dead()  # Kafka's transition check; the tombstone is the record
-            try:
-                self._writer.append(partition, transaction_state_manager.tombstone_batch(metadata.transactional_id, now))
-            except KcliError as e:
-                log.info("Removing the expired transactional id %s failed: %s", metadata.transactional_id, e)
-                continue
-            del self._txns[metadata.transactional_id]
+            self._writes_in_flight.add(metadata.transactional_id)
+            self._writer.append(
+                partition, transaction_state_manager.tombstone_batch(metadata.transactional_id, now), functools.partial(self._tombstone_written, metadata)
+            )
             removed += 1
-            log.info("Removed the expired transactional id %s (producerId %d)", metadata.transactional_id, metadata.producer_id)
         return removed
+
+    def _tombstone_written(self, metadata: TransactionMetadata, response: Any) -> None:
+        """Kafka's removeExpiredTransactionalIds callback: the id leaves memory once its
+        tombstone is replicated."""
+        transactional_id = metadata.transactional_id
+        self._writes_in_flight.discard(transactional_id)
+        if response.error_code != ErrorCode.NONE:
+            log.info("Removing the expired transactional id %s failed: %s", transactional_id, ErrorCode(response.error_code).name)
+        elif self._txns.get(transactional_id) is metadata:
+            del self._txns[transactional_id]
+            log.info("Removed the expired transactional id %s (producerId %d)", transactional_id, metadata.producer_id)
+
+    @staticmethod
+    def _timed_out_abort_written(transactional_id: str, error: ErrorCode) -> None:
+        if error != ErrorCode.NONE:
+            log.info("Aborting the timed-out transaction of %s failed (%s); tried again at the next check", transactional_id, error.name)
 
     def abort_timed_out_transactions(self) -> int:
         """Abort, under a bumped epoch, every transaction open longer than its timeout."""
         now = self._time_ms()
         aborted = 0
         for metadata in list(self._txns.values()):
-            if metadata.state != _S.ONGOING or metadata.transactional_id in self._pending_markers:
+            if metadata.state != _S.ONGOING or metadata.transactional_id in self._pending_markers or metadata.transactional_id in self._writes_in_flight:
                 continue
             if metadata.txn_start_timestamp + metadata.txn_timeout_ms >= now:
                 continue
@@ -554,6 +637,6 @@ class TransactionCoordinator:
                 "Aborting the transaction of %s (producerId %d, epoch %d): it has been open longer than its timeout of %d ms",
                 metadata.transactional_id, metadata.producer_id, metadata.producer_epoch, metadata.txn_timeout_ms,
             )
-            if self._end(metadata.prepare_fence_producer_epoch(), commit=False) == ErrorCode.NONE:
-                aborted += 1
+            self._end(metadata.prepare_fence_producer_epoch(), False, functools.partial(self._timed_out_abort_written, metadata.transactional_id))
+            aborted += 1
         return aborted

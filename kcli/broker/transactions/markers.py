@@ -9,9 +9,11 @@ offset moves past it, and an ABORT adds the transaction to the segment's ``.txni
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from kcli.errors import ErrorCode, KcliError
+from kcli.errors import ErrorCode
+from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import NO_SEQUENCE, ControlType, build_batch, control_record, end_txn_marker_value
 
@@ -29,14 +31,28 @@ def marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, 
 
 
 def write_marker(
-    replica_manager: Any, topic: str, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, timestamp: int
-) -> ErrorCode:
-    """Append one marker to a partition this broker leads; the error it answers with
-    (NOT_LEADER_OR_FOLLOWER for a partition another broker leads, UNKNOWN_TOPIC_OR_PARTITION for
-    one the cluster does not have)."""
-    try:
-        batch = marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp)
-        replica_manager.append_at_once((topic, index), batch, AppendOrigin.COORDINATOR)
-    except KcliError as e:
-        return ErrorCode(e.error_code)
-    return ErrorCode.NONE
+    replica_manager: Any,
+    group_coordinator: Any,
+    topic: str,
+    index: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    commit: bool,
+    timestamp: int,
+    then: Callable[[ErrorCode], None],
+) -> None:
+    """Append one marker with acks=-1 to a partition this broker leads; ``then`` gets the error
+    once the in-sync replicas have it (NOT_LEADER_OR_FOLLOWER for a partition another broker
+    leads, UNKNOWN_TOPIC_OR_PARTITION for one the cluster does not have). A marker replicated on
+    ``__consumer_offsets`` commits or drops the producer's pending offsets there first (Kafka's
+    scheduleHandleTxnCompletion in the WriteTxnMarkers callback)."""
+
+    def appended(response: Any) -> None:
+        error = ErrorCode(response.error_code)
+        if error == ErrorCode.NONE and topic == GROUP_METADATA_TOPIC_NAME and group_coordinator is not None:
+            group_coordinator.complete_transaction(producer_id, index, commit)
+        then(error)
+
+    batch = marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, timestamp)
+    replica_manager.append_for_coordinator((topic, index), batch, AppendOrigin.COORDINATOR, appended)

@@ -18,7 +18,7 @@ come back from the records, so a restarted coordinator never hands out an epoch 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kcli.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
@@ -110,15 +110,16 @@ class TransactionStateManager:
     def partition(self, index: int) -> Any:
         return self.replica_manager.get(TRANSACTION_STATE_TOPIC_NAME, index)
 
-    def append(self, index: int, batch: MemoryRecordsBuilder) -> int:
-        """Append one batch through the replica manager, acks=all; returns its base offset. Raises
-        KafkaError with the partition's error."""
-        return self.replica_manager.append_at_once((TRANSACTION_STATE_TOPIC_NAME, index), batch, AppendOrigin.CLIENT).base_offset
+    def append(self, index: int, batch: MemoryRecordsBuilder, appended: Callable[[Any], None]) -> None:
+        """Append one batch through the replica manager with acks=-1 (Kafka's
+        appendTransactionToLog); ``appended`` gets the partition's answer once its in-sync
+        replicas have it, or at once when the append fails."""
+        self.replica_manager.append_for_coordinator((TRANSACTION_STATE_TOPIC_NAME, index), batch, AppendOrigin.CLIENT, appended)
 
 
-def append_error(error: KcliError) -> ErrorCode:
+def append_error(error_code: int) -> ErrorCode:
     """The error a failed ``__transaction_state`` write answers with (Kafka's conversions)."""
-    code = ErrorCode(error.error_code)
+    code = ErrorCode(error_code)
     if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):

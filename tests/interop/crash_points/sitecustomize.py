@@ -39,10 +39,9 @@ elif _FLAG and _POINT == "first-marker":
     _write_marker = _markers.write_marker
 
     def _write_marker_then_crash(*args, **kwargs):
-        error = _write_marker(*args, **kwargs)
-        commit = args[6] if len(args) > 6 else kwargs["commit"]
+        _write_marker(*args, **kwargs)  # appended to the leader's log when it returns
+        commit = args[7] if len(args) > 7 else kwargs["commit"]
         if commit and os.path.exists(_FLAG):
             _crash()
-        return error
 
     _markers.write_marker = _write_marker_then_crash
