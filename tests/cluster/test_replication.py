@@ -277,18 +277,20 @@ def test_a_leader_killed_under_acks_all_loses_no_acknowledged_record(cluster):
     wait_until(lambda: segment_bytes(cluster, leader, topic, 0) == segment_bytes(cluster, new_leader, topic, 0), timeout=30)
 
 
-def offsets_partition_led_by(cluster: Cluster, broker_id: int) -> tuple[str, int]:
-    """A group id whose ``__consumer_offsets`` partition ``broker_id`` leads, and that partition."""
+def group_led_by_other_than(cluster: Cluster, broker_id: int) -> tuple[str, int, int]:
+    """A group id whose ``__consumer_offsets`` partition a broker other than ``broker_id``
+    leads: the group, its partition and that leader."""
     from kcli.broker.groups.partitioner import partition_for
 
     with zk_session(cluster) as zk:
         count = len(zk.get_children("/brokers/topics/__consumer_offsets/partitions"))
+    leaders = {p: state(cluster, "__consumer_offsets", p).get("leader", -1) for p in range(count)}
     for n in range(10_000):
         group = f"g-{uuid.uuid4().hex[:6]}-{n}"
         partition = partition_for(group, count)
-        if state(cluster, "__consumer_offsets", partition).get("leader") == broker_id:
-            return group, partition
-    raise AssertionError(f"no offsets partition led by broker {broker_id}")
+        if leaders[partition] not in (-1, broker_id):
+            return group, partition, leaders[partition]
+    raise AssertionError(f"every offsets partition is led by broker {broker_id}: {leaders}")
 
 
 def test_a_commit_is_answered_once_replicated_and_survives_its_coordinators_death(cluster):
@@ -299,14 +301,13 @@ def test_a_commit_is_answered_once_replicated_and_survives_its_coordinators_deat
     topic = new_topic(cluster, "commits")
     full_isr(cluster, topic)
     frozen_controller = controller(cluster)
-    coordinator = next(b for b in (0, 1, 2) if b != frozen_controller)
     first = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "creates-the-offsets-topic"})
     try:
         first.committed([TopicPartition(topic, 0)], timeout=30)  # FindCoordinator creates __consumer_offsets
     finally:
         first.close()
     wait_until(lambda: all(state(cluster, "__consumer_offsets", p).get("isr") for p in range(6)), timeout=60)
-    group, partition = offsets_partition_led_by(cluster, coordinator)
+    group, partition, coordinator = group_led_by_other_than(cluster, frozen_controller)
     full_isr(cluster, "__consumer_offsets", partition)
     follower = next(b for b in (0, 1, 2) if b not in (coordinator, frozen_controller))
     at_coordinator = cluster.brokers[coordinator].bootstrap

@@ -337,7 +337,7 @@ def alter(controller, tree, broker_id, name, index, isr, *, leader_epoch=None, p
     return controller._alter_partitions(broker_id, epoch, [change])[0]
 
 
-def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker(tree):
+def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker_by_update_metadata(tree):
     controller, channel = controller_of(tree)
     create(tree, "orders", {0: [1, 0]})
     channel.take()
@@ -349,6 +349,8 @@ def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker(tree)
     updates = channel.take(UPDATE_METADATA)
     assert sorted(b for b, *_ in updates) == [0, 1, 2]
     assert partitions_of(updates[0][2])[("orders", 0)]["isr"] == [1, 0]
+    # Kafka 2.8's processAlterIsr: UpdateMetadata only; the leader has the answer.
+    assert channel.take(LEADER_AND_ISR) == []
     # Asked again with the old partition epoch: already so, answered as it is.
     again = alter(controller, tree, 1, "orders", 0, [1, 0], partition_epoch=version)
     assert again["error_code"] == 0 and again["partition_epoch"] == version + 1

@@ -594,13 +594,13 @@ class KafkaController:
                 written.append((name, index))
         return written, failed
 
-    def _publish(self, keys: Iterable[TopicPartition], *, is_new: bool = False) -> None:
-        """LeaderAndIsr of each partition to its live replicas, UpdateMetadata of them to every
-        live broker."""
+    def _publish(self, keys: Iterable[TopicPartition], *, is_new: bool = False, leader_and_isr: bool = True) -> None:
+        """LeaderAndIsr of each partition to its live replicas (unless ``leader_and_isr`` is
+        False: an ISR the leader itself asked for), UpdateMetadata of them to every live broker."""
         if self.channel is None:
             return
         states = self.context.elected_partition_states(keys)
-        for partition in states:
+        for partition in states if leader_and_isr else ():
             self._batch.add_leader_and_isr(self._live_replicas(partition.state.replicas), partition, is_new=is_new)
         if states:
             self._batch.add_update_metadata(self.context.live_brokers, states)
@@ -660,7 +660,9 @@ class KafkaController:
             if result.pop("written", False):
                 written.append((name, index))
             results.append(result)
-        self._publish(written)
+        # Kafka 2.8's processAlterIsr: the leader learns its new ISR from the answer; the other
+        # brokers from UpdateMetadata.
+        self._publish(written, leader_and_isr=False)
         self._send_batch()
         return results
 
