@@ -27,7 +27,7 @@ CPU seconds over the measured phase, and the wall time (as noisy as the machine)
 
 Usage: .venv/bin/python bench/produce_replay.py [--tree DIR] [--records N] [--value-size B] [--partitions N]
            [--run N] [--per-request N] [--in-flight N] [--client replay|loadgen [--compression C]] [--record FILE | --frames FILE]
-           [--prelude N] [--read-back] [--wrap CMD] [--before CMD] [--after CMD] [--cprofile FILE] [--dir DIR]
+           [--prelude N] [--read-back] [--wrap CMD] [--before CMD] [--after CMD] [--cprofile FILE] [--override KEY=VALUE] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -131,7 +131,9 @@ def read_exactly(sock: socket.socket, n: int) -> bytes:
 
 
 class Broker:
-    def __init__(self, tree: Path, log_dir: Path, wrap: list[str], profile: Path | None = None, record: Path | None = None) -> None:
+    def __init__(
+        self, tree: Path, log_dir: Path, wrap: list[str], profile: Path | None = None, record: Path | None = None, overrides: list[str] = ()
+    ) -> None:
         env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONUNBUFFERED": "1"}
         profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
         if record is not None:
@@ -140,6 +142,7 @@ class Broker:
         else:
             profiler += ["-m", "kcli"]
         args = [*wrap, sys.executable, *profiler, "broker", "start", "--override", f"log.dirs={log_dir}", "--override", "listeners=PLAINTEXT://127.0.0.1:0"]
+        args += [arg for override in overrides for arg in ("--override", override)]
         self.process = subprocess.Popen(args, cwd=tree, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.port = 0
         self.tail: collections.deque[str] = collections.deque(maxlen=40)
@@ -281,7 +284,7 @@ def read_back(args: argparse.Namespace, broker: Broker, targets: list[tuple[str,
 
 
 def replay(args: argparse.Namespace, workdir: Path) -> None:
-    broker = Broker(args.tree.resolve(), workdir / "logs", shlex.split(args.wrap or ""), args.cprofile, args.record)
+    broker = Broker(args.tree.resolve(), workdir / "logs", shlex.split(args.wrap or ""), args.cprofile, args.record, args.override)
     try:
         broker.wait_started(args.start_timeout)
         bootstrap = f"127.0.0.1:{broker.port}"
@@ -472,6 +475,7 @@ def main() -> None:
     parser.add_argument("--before", default=None, help="a command run before the measured phase; {pid} is the broker's")
     parser.add_argument("--after", default=None, help="a command run after the measured phase; {pid} is the broker's")
     parser.add_argument("--cprofile", type=Path, default=None, help="run the broker under cProfile, its pstats written here")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a broker config, as kcli broker start --override")
     parser.add_argument("--dir", default=None, help="where the broker's log dir goes (default: a temporary directory)")
     parser.add_argument("--start-timeout", type=float, default=600.0)
     args = parser.parse_args()

@@ -512,8 +512,8 @@ class ReplicaManager:
     def _update_follower_fetch_state(self, follower_id: int, reads: list) -> list:
         """Record a follower's Fetch in each partition it read (Kafka's
         ReplicaManager.updateFollowerFetchState); a partition that does not count the follower
-        among its replicas answers no records. Waiting requests on a partition whose high
-        watermark moved may complete."""
+        among its replicas answers NOT_LEADER_OR_FOLLOWER (``read_from_local_log`` refuses it
+        first). Waiting requests on a partition whose high watermark moved may complete."""
         now = self.clock()
         recorded = []
         for key, info, result in reads:
@@ -524,11 +524,11 @@ class ReplicaManager:
                 if not partition.update_follower_fetch_state(
                     follower_id, info.fetch_offset, info.fetcher_log_start_offset, now, partition.log.log_end_offset
                 ):
-                    data_log.warning(
-                        "Leader %d failed to record follower %d's position %d since the replica is not recognized to be one of "
-                        "the assigned replicas %s for partition %s-%d. Empty records will be returned for this partition.",
-                        self.broker_id, follower_id, info.fetch_offset, list(partition.replicas), key[0], key[1],
+                    data_log.debug(
+                        "Leader %d failed to record follower %d's position %d for partition %s-%d: not one of its replicas %s",
+                        self.broker_id, follower_id, info.fetch_offset, key[0], key[1], list(partition.replicas),
                     )
+                    result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                     result.records = b""
                 elif partition.high_watermark != high_watermark:
                     self.try_complete_delayed_requests(key)
@@ -562,6 +562,10 @@ class ReplicaManager:
                 return PartitionResult(index, error_code=ErrorCode.KAFKA_STORAGE_ERROR, records=b"")
             code = ErrorCode.UNKNOWN_TOPIC_ID if info.topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return PartitionResult(index, error_code=code, records=b"")
+        if params.is_from_follower and params.replica_id not in partition.replicas:
+            # Kafka 3.x's Partition.updateFollowerFetchState: a broker that is not a replica of
+            # the partition reads nothing of it.
+            return PartitionResult(index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, records=b"")
         partition_log = partition.log
         result = PartitionResult(
             index, high_watermark=partition.high_watermark, last_stable_offset=partition.last_stable_offset, log_start_offset=partition_log.log_start_offset
