@@ -104,6 +104,20 @@ def test_acks_all_needs_min_insync_replicas(tmp_path, clock):
     assert partition.check_enough_replicas_reach_offset(1) == (True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 
 
+def test_min_insync_replicas_above_the_replication_factor_refuses_every_acks_all_append(tmp_path, clock):
+    """Kafka accepts min.insync.replicas larger than the replication factor on a topic, and then
+    refuses every acks=all produce with NOT_ENOUGH_REPLICAS, however healthy the ISR; acks=1 writes."""
+    from kcli.storage.log_config import LogConfig
+
+    log = Log.open(tmp_path / "orders-2", LogConfig(min_insync_replicas=3))
+    partition = Partition("orders", 2, None, log, local_broker_id=0, clock=lambda: clock[0])
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1), replicas=(0, 1)))
+    with pytest.raises(KafkaError) as refused:
+        partition.append_records_to_leader(_batch(1), AppendOrigin.CLIENT, -1)
+    assert refused.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS and log.log_end_offset == 0
+    assert partition.append_records_to_leader(_batch(1), AppendOrigin.CLIENT, 1).last_offset == 0
+
+
 # -- replication: the leader records its followers' fetches, the follower appends what it fetched ------
 
 
