@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster, wait_until, zk_session
@@ -36,7 +36,9 @@ def cluster(zookeeper_server, tmp_path_factory):
             made.broker(broker_id, **{
                 "replica.lag.time.max.ms": str(LAG_MS),
                 "zookeeper.session.timeout.ms": "12000",
-                "offsets.topic.replication.factor": "3",  # Kafka's default (the stock server.properties sets 1)
+                # Kafka's defaults (the stock server.properties sets 1): the coordinators' topics replicated.
+                "offsets.topic.replication.factor": "3",
+                "transaction.state.log.replication.factor": "3",
             }).start(timeout=60)
         yield made
     finally:
@@ -338,3 +340,62 @@ def test_a_commit_is_answered_once_replicated_and_survives_its_coordinators_deat
             reader.close()
     finally:
         cluster.brokers[coordinator].start(timeout=60)
+
+
+def test_an_open_transaction_survives_its_coordinators_death(cluster):
+    """The transaction coordinator answers AddPartitionsToTxn once the Ongoing state is
+    replicated: after its broker is killed -9, the coordinator elected in its place knows the
+    open transaction, the producer commits it there, and a read_committed consumer reads both
+    transactions' records once each."""
+    from kcli.broker.groups.partitioner import partition_for
+
+    topic = new_topic(cluster, "txn", **{"min.insync.replicas": "2"})
+    full_isr(cluster, topic)
+    transactional_id = f"t-{uuid.uuid4().hex[:6]}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id, "acks": "all"})
+    producer.init_transactions(60)
+    with zk_session(cluster) as zk:
+        count = len(zk.get_children("/brokers/topics/__transaction_state/partitions"))
+    partition = partition_for(transactional_id, count)
+    coordinator = full_isr(cluster, "__transaction_state", partition)["leader"]
+
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic, value=b"committed-%d" % i, partition=0)
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic, value=b"open-%d" % i, partition=0)
+    assert producer.flush(60) == 0
+
+    cluster.brokers[coordinator].kill()
+    try:
+        wait_until(lambda: state(cluster, "__transaction_state", partition).get("leader", -1) not in (-1, coordinator), timeout=60)
+        deadline = time.monotonic() + 60
+        while True:  # librdkafka reports a dead coordinator as retriable until it finds the new one
+            try:
+                producer.commit_transaction(30)
+                break
+            except KafkaException as e:
+                if not e.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+    finally:
+        cluster.brokers[coordinator].start(timeout=60)
+
+    consumer = Consumer({
+        "bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    })
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read: list[bytes] = []
+    try:
+        def poll() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                read.append(message.value())
+            return len(read) >= 20
+
+        wait_until(poll, timeout=60, interval=0)
+    finally:
+        consumer.close()
+    assert read == [b"committed-%d" % i for i in range(10)] + [b"open-%d" % i for i in range(10)]
