@@ -2,8 +2,8 @@
 an exact order of events (Kafka's replication bugs).
 
 Each ``InProcessBroker`` is the broker's real data path: a ``LogManager`` on its own directory,
-a ``ReplicaManager``, a ``Server`` on 127.0.0.1 answering Fetch, OffsetForLeaderEpoch,
-ListOffsets and ApiVersions with the broker's own handlers, and a ``ReplicaFetcherManager``
+a ``ReplicaManager``, a ``Server`` on 127.0.0.1 answering Produce, Fetch,
+OffsetForLeaderEpoch, ListOffsets and ApiVersions with the broker's own handlers, and a ``ReplicaFetcherManager``
 whose fetchers reach the other brokers over real sockets. What a ZooKeeper cluster adds is played
 by ``Controller``: it elects (LeaderAndIsr to each live replica, as the controller decides) and
 answers the leaders' ISR changes at once, as the controller's AlterPartition does, on the event
@@ -33,7 +33,7 @@ from kcli.storage.log_manager import LogManager
 
 TOPIC = "orders"
 LAG_MS = 10_000
-SERVED = {ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.LIST_OFFSETS, ApiKey.API_VERSIONS}
+SERVED = {ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.LIST_OFFSETS, ApiKey.API_VERSIONS, ApiKey.PRODUCE}
 
 
 class ManualClock:

@@ -55,6 +55,7 @@ from kcli.broker.handlers import Api, RawResponse, api_ranges
 from kcli.errors import ErrorCode
 from kcli.network.frame_stream import FrameStream
 from kcli.protocol import framing, mapping_encoder, messages
+from kcli.protocol.api_keys import ApiKey
 from kcli.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, subject_dn, user
 
 log = logging.getLogger("kcli.broker.network")
@@ -355,7 +356,10 @@ class Server:
                 connection.handling = True
                 try:
                     if isinstance(frame, _Deferred):
-                        response = await frame.response
+                        connection.awaiting_produce = frame.produce
+                        response = frame.response
+                        if asyncio.iscoroutine(response):
+                            response = await response
                     else:
                         response = self._handle(frame, connection)
                         if asyncio.iscoroutine(response):
@@ -363,7 +367,7 @@ class Server:
                     if response is not None:
                         await self._write(connection, response)
                 finally:
-                    connection.handling = False
+                    connection.handling = connection.awaiting_produce = False
                     connection.request_done(frame)
                     self._end()
         except asyncio.CancelledError:
@@ -387,7 +391,7 @@ class Server:
         try:
             response = self._handle(frame, connection)
             if asyncio.iscoroutine(response):
-                connection.defer(_Deferred(response, len(frame)))
+                connection.defer(_Deferred(response, len(frame), produce=api.key == ApiKey.PRODUCE))
                 return True
             if response is not None:
                 connection.write(response[0] if len(response) == 1 else b"".join(map(_inline, response)))
@@ -395,6 +399,25 @@ class Server:
             _log_failure(connection, e)
             connection.close()
         connection.request_done(frame)
+        return True
+
+    def answer_in_turn(self, connection: Connection, frame: bytes | memoryview) -> bool:
+        """Handle a Produce at once although answers of earlier Produce requests of its connection
+        still wait (acks=all ones, for their in-sync replicas), its answer queued behind theirs.
+        Kafka's broker handles a connection's next request only once it answered the last; kcli
+        appends in the same order and answers in the same order, but a producer's pipelined
+        requests share the followers' round trips instead of each waiting out its own. False (the
+        frame left to the connection's task) for any other API."""
+        if framing.peek_api_key(frame) != ApiKey.PRODUCE or ApiKey.PRODUCE not in self.registry:
+            return False
+        try:
+            response = self._handle(frame, connection)
+        except Exception as e:
+            _log_failure(connection, e)
+            connection.close()
+            connection.request_done(frame)
+            return True
+        connection.defer(_Deferred(response, len(frame), produce=True))
         return True
 
     def _begin(self) -> None:
@@ -482,11 +505,13 @@ class Server:
 
 @dataclass(slots=True)
 class _Deferred:
-    """A request whose handler returned a coroutine from the read callback: the connection's task
-    awaits it before any request read after it."""
+    """A request handled from the read callback whose answer the connection's task writes in
+    turn: a coroutine it awaits (a handler that takes its time), or, for a Produce handled
+    behind other Produce answers (``produce``), the answer itself."""
 
     response: Any
     size: int
+    produce: bool = False
 
     def __len__(self) -> int:
         return self.size
@@ -514,6 +539,7 @@ class Connection(FrameStream):
         self.address = address
         self.peer = "?"
         self.handling = False
+        self.awaiting_produce = False  # the task awaits a Produce's answer (``Server.answer_in_turn``)
         self.last_active = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._frames: collections.deque[bytes | memoryview | _Deferred | CloseConnection | None] = collections.deque()
@@ -617,7 +643,18 @@ class Connection(FrameStream):
         idle = self._frame_waiter is not None and not self._frames and not self._writing_paused
         if idle and self._server.answer_now(self, body):
             return
+        if self._behind_produce_answers_only() and self._server.answer_in_turn(self, body):
+            return
         self._push(body, len(body))
+
+    def _behind_produce_answers_only(self) -> bool:
+        """Whether everything read before is handled and only Produce answers wait: the task
+        idle or awaiting one, every queued item a Produce's answer, the answers draining."""
+        if self._writing_paused or not all(getattr(item, "produce", False) for item in self._frames):
+            return False  # a request still to handle, or another API's answer, is ahead
+        # Ahead: the Produce whose answer the task awaits, or queued Produce answers (an idle task
+        # with nothing queued is answer_now's case).
+        return self.awaiting_produce or (self._frame_waiter is not None and bool(self._frames))
 
     def defer(self, deferred: _Deferred) -> None:
         self._push(deferred, 0)
