@@ -46,13 +46,13 @@ ONE_MIB = 1024 * 1024
 LATENCY_VALUE = re.compile(rb"(\d+) (\d+) ")
 
 
-def producer_config(bootstrap: str, *, linger_ms: int, compression: str = "none") -> dict[str, Any]:
+def producer_config(bootstrap: str, *, linger_ms: int, compression: str = "none", acks: int | str = 1) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
         "linger.ms": linger_ms,
         "batch.size": ONE_MIB,
         "message.max.bytes": ONE_MIB,
-        "acks": 1,
+        "acks": acks,
         "compression.type": compression,
         "queue.buffering.max.messages": 1_000_000,
         # Only failures reach the Python callback: a callback per record would load the generator.
@@ -163,7 +163,7 @@ def run_produce(params: dict[str, Any]) -> None:
         if err is not None and len(errors) < 20:
             errors.append(str(err))
 
-    config = producer_config(params["bootstrap"], linger_ms=params.get("linger_ms", 5), compression=params["compression"])
+    config = producer_config(params["bootstrap"], linger_ms=params.get("linger_ms", 5), compression=params["compression"], acks=params.get("acks", 1))
     config["on_delivery"] = on_error
     producers = connected_producers(config, targets, params.get("producers", 1))
     pool = value_pool(size)
@@ -303,7 +303,7 @@ def run_latency_produce(params: dict[str, Any]) -> None:
     targets = [tuple(t) for t in params["partitions"]]
     rate, size = params["rate"], params["value_size"]
     total = params["warmup_count"] + params["count"]
-    producers = connected_producers(producer_config(params["bootstrap"], linger_ms=0), targets, params.get("producers", 1))
+    producers = connected_producers(producer_config(params["bootstrap"], linger_ms=0, acks=params.get("acks", 1)), targets, params.get("producers", 1))
     start = time.perf_counter()
     for seq in range(total):
         due = start + seq / rate

@@ -439,13 +439,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_latency(bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int, producers: int = 1, from_end: bool = False) -> dict[str, Any]:
+def measure_latency(
+    bootstrap: str, layout: list[tuple[str, int]], seconds: float, fetch_wait_ms: int, producers: int = 1, from_end: bool = False, acks: int | str = 1
+) -> dict[str, Any]:
     """p50/p99 of receive - send time at 1,000 msg/s, a consumer (``from_end``: past the records
-    the partitions hold already) and ``producers`` producers (taking the records in turn) in two
-    processes."""
+    the partitions hold already) and ``producers`` producers (taking the records in turn, with
+    ``acks``) in two processes."""
     rate, warmup_seconds = 1000, 1.0
     params = {"bootstrap": bootstrap, "partitions": layout, "rate": rate, "value_size": 100, "warmup_count": int(rate * warmup_seconds),
-              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60, "producers": producers, "from_end": from_end}
+              "count": int(rate * seconds), "fetch_wait_ms": fetch_wait_ms, "timeout": seconds + 60, "producers": producers, "from_end": from_end,
+              "acks": acks}
     consumer = subprocess.Popen(loadgen_command("latency-consume", params), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         ready: list[str] = []

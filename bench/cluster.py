@@ -15,12 +15,25 @@ of its own):
     broker's 300 one-replica partitions stay led by it until it exits, then the controller takes
     them offline) to the broker's exit, and a clean stop of the controller to a new one.
 
+With ``--replication``, the replication cases instead, on 3 fresh brokers:
+  - produce throughput of 100 B records with acks=all, replication factor 3 against 1 over the
+    same brokers and the same load generator (goal >= 0.3: the brokers and the client share two
+    cores), and broker CPU seconds per MB of values for the leader and for a follower (every
+    partition of the RF 3 topic is led by broker 0 and followed by 1 and 2; goal: a follower
+    <= 0.5 of the leader);
+  - end-to-end latency p50/p99 at 1,000 msg/s, RF 3, acks=all (goal p99 < 20 ms);
+  - kill -9 of the partition's leader to the first acks=all record acknowledged after it (goal
+    <= zookeeper.session.timeout.ms + 2 s), and the same after a controlled shutdown (goal < 1 s);
+  - the catch-up of a follower stopped while 1 GiB was written, in MB/s, against a consumer's
+    read of the same bytes from the leader (the storage read path) in the same run (goal >= 0.5).
+
 The brokers use zookeeper.session.timeout.ms=6000 (printed), so that the kill -9 case is short;
 the goal scales with it.
 
-Usage: .venv/bin/python bench/cluster.py [--quick] [--rounds N]
-  --quick   5x fewer records and one round
-  --rounds  rounds of each timed case, the median shown (default 3)
+Usage: .venv/bin/python bench/cluster.py [--quick] [--rounds N] [--replication]
+  --quick        5x fewer records and one round
+  --rounds       rounds of each timed case, the median shown (default 3)
+  --replication  the replication cases (above) only
 """
 
 from __future__ import annotations
@@ -39,9 +52,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
 
-from broker import KcliBroker, kcli_create_topics, produce_one_each, run_loadgen, vm_rss_mb  # noqa: E402
+from broker import KcliBroker, cpu_seconds, kcli_create_topics, measure_latency, produce_one_each, run_loadgen, vm_rss_mb  # noqa: E402
 from tests.zookeeper_process import ZooKeeperProcess  # noqa: E402
 
 SESSION_TIMEOUT_MS = 6000
@@ -146,13 +160,165 @@ def throughput(bootstrap: str, topic_prefix: str, count: int, create_on: str) ->
     return count / produced["seconds"], count / consumed["seconds"]
 
 
+# --- replication -----------------------------------------------------------------------------------
+
+REPLICATED_PARTITIONS = 6
+
+
+def create_led_by(bootstrap: str, name: str, replicas: list[int], partitions: int = REPLICATED_PARTITIONS, **configs: str) -> None:
+    """A topic whose every partition has ``replicas`` (the first leads)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    topic = NewTopic(name, num_partitions=partitions, replica_assignment=[replicas] * partitions, config=configs)
+    admin.create_topics([topic], operation_timeout=30, request_timeout=60)[name].result(timeout=60)
+
+
+def partition_state(zk: KazooClient, topic: str, partition: int) -> dict:
+    try:
+        return json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
+    except Exception:
+        return {}
+
+
+def in_sync(zk: KazooClient, topic: str, replicas: int = 3, partitions: int = REPLICATED_PARTITIONS) -> bool:
+    return all(len(partition_state(zk, topic, p).get("isr", [])) == replicas for p in range(partitions))
+
+
+def acks_all_throughput(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, replicas: list[int], count: int) -> tuple[float, dict[int, float]]:
+    """msgs/s of ``count`` 100 B records with acks=all to a new topic on ``replicas``, and each
+    broker's CPU seconds over the produce."""
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    create_led_by(bootstrap, name, replicas, **{"min.insync.replicas": str(min(2, len(replicas)))})
+    wait(lambda: in_sync(zk, name, len(replicas)), 60, interval=0.1)
+    partitions = [[name, p] for p in range(REPLICATED_PARTITIONS)]
+    before = {i: cpu_seconds(b.pid) for i, b in brokers.items()}
+    produced = run_loadgen("produce", {"bootstrap": bootstrap, "partitions": partitions, "count": count, "value_size": 100,
+                                       "compression": "none", "run_bytes": 256 * 1024, "warmup": True, "acks": "all"})
+    if produced["undelivered"] or produced["errors"]:
+        raise RuntimeError(f"produce failed: {produced['errors'][:3]}")
+    wait(lambda: in_sync(zk, name, len(replicas)), 60, interval=0.1)
+    spent = {i: cpu_seconds(b.pid) - before[i] for i, b in brokers.items()}
+    return count / produced["seconds"], spent
+
+
+def first_ack_after(brokers: dict[int, KcliBroker], zk: KazooClient, topic: str, sig: int) -> float:
+    """Signal the leader of ``topic``'s partition 0; seconds until an acks=all record sent after
+    it is acknowledged. Restarts the broker after and waits for the ISR to be whole again."""
+    leader = wait(lambda: (lambda s: s.get("leader") if s.get("leader", -1) >= 0 else None)(partition_state(zk, topic, 0)), 30)
+    victim = brokers[leader]
+    producer = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers.values()), "acks": "all", "linger.ms": 0,
+                         "message.timeout.ms": 60_000, "log_level": 4})
+    acked: list[float] = []
+    producer.produce(topic, b"before", partition=0)
+    if producer.flush(30):
+        raise RuntimeError("the record before the fault was not acknowledged")
+    start = time.perf_counter()
+    victim.process.send_signal(sig)
+    while not acked and time.perf_counter() - start < SESSION_TIMEOUT_MS / 1000 + 60:
+        producer.produce(topic, b"after", partition=0, on_delivery=lambda err, msg: err is None and not acked and acked.append(time.perf_counter()))
+        producer.poll(0.01)
+    producer.flush(60)
+    if not acked:
+        raise RuntimeError("no acks=all record was acknowledged after the fault")
+    victim.process.wait(60)
+    brokers[leader] = KcliBroker(victim.log_dir, overrides=victim.overrides).start()
+    wait(lambda: in_sync(zk, topic, partitions=1), 90, interval=0.1)
+    return acked[0] - start
+
+
+def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, total_bytes: int) -> tuple[float, float]:
+    """MB/s of a follower catching up on ``total_bytes`` written while it was stopped, and MB/s of
+    a consumer reading the same records from the leader."""
+    bootstrap = lambda: ",".join(b.bootstrap for b in brokers.values() if b.process.poll() is None)  # noqa: E731
+    create_led_by(bootstrap(), name, [0, 1, 2])
+    wait(lambda: in_sync(zk, name), 60, interval=0.1)
+    follower = brokers[2]
+    follower.stop()
+    wait(lambda: all(2 not in partition_state(zk, name, p).get("isr", [2]) for p in range(REPLICATED_PARTITIONS)), 60, interval=0.1)
+    count = total_bytes // 1024
+    partitions = [[name, p] for p in range(REPLICATED_PARTITIONS)]
+    produced = run_loadgen("produce", {"bootstrap": bootstrap(), "partitions": partitions, "count": count, "value_size": 1024,
+                                       "compression": "none", "run_bytes": 256 * 1024, "acks": 1})
+    if produced["undelivered"] or produced["errors"]:
+        raise RuntimeError(f"produce failed: {produced['errors'][:3]}")
+    start = time.perf_counter()
+    brokers[2] = KcliBroker(follower.log_dir, overrides=follower.overrides).start()
+    wait(lambda: in_sync(zk, name), 600, interval=0.05)
+    catch_up = time.perf_counter() - start
+    consumed = run_loadgen("consume", {"bootstrap": brokers[0].bootstrap, "partitions": partitions, "count": count})
+    if consumed["records"] != count:
+        raise RuntimeError(f"consumed {consumed['records']} of {count}")
+    megabytes = count * 1024 / 1e6
+    return megabytes / catch_up, megabytes / consumed["seconds"]
+
+
+def replication_main(workdir: Path, zookeeper: ZooKeeperProcess, rounds: int, count: int, catch_up_bytes: int) -> None:
+    brokers: dict[int, KcliBroker] = {}
+    connect = f"{zookeeper.connect}/replication"
+    zk = KazooClient(hosts=connect)
+    try:
+        for broker_id in range(3):
+            brokers[broker_id] = zk_broker(workdir, connect, broker_id)
+        zk.start(timeout=15)
+        pairs = []
+        for r in range(rounds):
+            order = [("rf3", [0, 1, 2]), ("rf1", [0])]
+            if r % 2:
+                order.reverse()
+            pairs.append({label: acks_all_throughput(brokers, zk, f"{label}-{r}", replicas, count) for label, replicas in order})
+        create_led_by(brokers[0].bootstrap, "latency", [0, 1, 2], partitions=1, **{"min.insync.replicas": "2"})
+        wait(lambda: in_sync(zk, "latency", partitions=1), 60, interval=0.1)
+        latency = measure_latency(",".join(b.bootstrap for b in brokers.values()), [("latency", 0)], 5.0 if rounds > 1 else 2.0, 1, acks="all")
+        create_led_by(brokers[0].bootstrap, "failover", [0, 1, 2], partitions=1, **{"min.insync.replicas": "2"})
+        wait(lambda: in_sync(zk, "failover", partitions=1), 60, interval=0.1)
+        killed = [first_ack_after(brokers, zk, "failover", signal.SIGKILL) for _ in range(rounds)]
+        stopped = [first_ack_after(brokers, zk, "failover", signal.SIGTERM) for _ in range(rounds)]
+        catch_up, read = follower_catch_up(brokers, zk, "catch-up", catch_up_bytes)
+    finally:
+        zk.stop()
+        zk.close()
+        for broker in brokers.values():
+            broker.stop()
+
+    def ok(flag: bool) -> str:
+        return "ok" if flag else "MISSED"
+
+    rf3 = statistics.median(p["rf3"][0] for p in pairs)
+    rf1 = statistics.median(p["rf1"][0] for p in pairs)
+    megabytes = count * 100 / 1e6
+    leader_cpu = statistics.median(p["rf3"][1][0] for p in pairs) / megabytes
+    follower_cpu = statistics.median((p["rf3"][1][1] + p["rf3"][1][2]) / 2 for p in pairs) / megabytes
+    limit = SESSION_TIMEOUT_MS / 1000 + 2
+    print(f"kcli replication benchmark: 3 brokers in ZooKeeper mode, zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}, {rounds} round(s), medians")
+    print(f"  produce {count:,} x 100 B, acks=all, 6 partitions led by broker 0: RF 3 {rf3:,.0f} msgs/s, RF 1 {rf1:,.0f} msgs/s,"
+          f" ratio {rf3 / rf1:.2f} (goal >= 0.3: {ok(rf3 / rf1 >= 0.3)})")
+    print(f"  broker CPU per MB of values with RF 3: leader {leader_cpu * 1000:.1f} ms, follower {follower_cpu * 1000:.1f} ms,"
+          f" follower/leader {follower_cpu / leader_cpu:.2f} (goal <= 0.5: {ok(follower_cpu / leader_cpu <= 0.5)})")
+    print(f"  end-to-end latency at 1,000 msg/s, RF 3, acks=all: p50 {latency['p50_ms']:.1f} ms, p99 {latency['p99_ms']:.1f} ms"
+          f" (goal p99 < 20 ms: {ok(latency['p99_ms'] < 20)})")
+    print(f"  kill -9 of the leader to the first acks=all record acknowledged: {statistics.median(killed):.2f} s"
+          f" (goal <= {limit:.0f} s: {ok(statistics.median(killed) <= limit)})  {[round(v, 2) for v in killed]}")
+    print(f"  controlled shutdown of the leader to the first acks=all record acknowledged: {statistics.median(stopped):.2f} s"
+          f" (goal < 1 s: {ok(statistics.median(stopped) < 1)})  {[round(v, 2) for v in stopped]}")
+    print(f"  a follower catching up on {catch_up_bytes / 2**20:,.0f} MiB: {catch_up:,.1f} MB/s; a consumer reading them from the leader:"
+          f" {read:,.1f} MB/s; ratio {catch_up / read:.2f} (goal >= 0.5: {ok(catch_up / read >= 0.5)})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--replication", action="store_true")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     count = 200_000 if args.quick else 1_000_000
+    if args.replication:
+        with tempfile.TemporaryDirectory(prefix="kcli-bench-replication-") as scratch:
+            zookeeper = ZooKeeperProcess(Path(scratch) / "zookeeper").start()
+            try:
+                replication_main(Path(scratch), zookeeper, rounds, count, (256 if args.quick else 1024) * 2**20)
+            finally:
+                zookeeper.stop()
+        return
     with tempfile.TemporaryDirectory(prefix="kcli-bench-cluster-") as scratch:
         workdir = Path(scratch)
         zookeeper = ZooKeeperProcess(workdir / "zookeeper").start()
