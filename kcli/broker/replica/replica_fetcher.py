@@ -322,8 +322,8 @@ class ReplicaFetcher:
         latest = partition.log.latest_epoch
         state.last_fetched_epoch = -1 if latest is None else latest
         if not state.truncating and (state.fetch_offset, state.last_fetched_epoch) == before:
-            # The leader still places the log elsewhere than it can go (below its high
-            # watermark): asked again at once, it would answer the same.
+            # The leader places the log where it already is: asked again at once, it would
+            # answer the same.
             self._delay([key])
         state.truncating = False
         if not completed:
