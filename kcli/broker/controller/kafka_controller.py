@@ -16,8 +16,11 @@ then on decides on that copy, keeping it current from its watches and its own wr
   ZooKeeper-era tool without one) goes NewPartition -> OnlinePartition: the first live replica
   leads, alone in the ISR until replication exists; a topic written without an id gets one;
 * when a broker fails (onBrokerFailure) the partitions it led elect another live replica of their
-  ISR (OfflinePartitionLeaderElection; unclean election disabled), or go offline (leader -1), and
-  its replicas go OfflineReplica, leaving the ISRs they were in;
+  ISR (OfflinePartitionLeaderElection), or, with the topic's ``unclean.leader.election.enable``
+  (its override, else the brokers' default), the first live replica alone in the ISR, or go
+  offline (leader -1), and its replicas go OfflineReplica, leaving the ISRs they were in;
+* a topic whose override becomes true, or a brokers' default that does, has its offline
+  partitions elected again (TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable);
 * when a broker starts (onBrokerStartup) its replicas go OnlineReplica and offline partitions it
   can lead come back online;
 * a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``); with
