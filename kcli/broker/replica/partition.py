@@ -404,7 +404,7 @@ class Partition:
         every truncation that removes records is reported and kept alike."""
         high_watermark = self.log.high_watermark
         removed = (truncate or self.log.truncate_to)(offset, keep_aside_epoch=self.leader_epoch)
-        if removed:
+        if removed is not None and removed.batches:
             self._report_truncation(removed, high_watermark)
         return self.log.log_end_offset
 
