@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from kcli.storage import truncated
 from kcli.storage.file_records import FileRecords
 from kcli.storage.log import Log
