@@ -639,3 +639,33 @@ def test_a_controlled_shutdown_never_elects_uncleanly(tree):
     assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
     assert tree.partition_state("orders", 0)[0].leader == -1  # kcli's difference: offline at once, not unclean
     controller.resign()
+
+
+def test_a_broker_tells_its_controller_when_the_default_turns_unclean_election_on(tree):
+    """Kafka 2.8's DynamicLogConfig.reconfigure: only a change from false to true of the brokers'
+    effective default has the controller elect again; the controller reads that default at each
+    election."""
+    from kcli.broker.broker import Broker
+    from kcli.broker.config.broker_config import BrokerConfig
+
+    dynamic = {None: {}, 0: {}}
+    broker = Broker.__new__(Broker)
+    broker.config, broker.id = BrokerConfig({}), 0
+    broker.metadata = types.SimpleNamespace(broker_configs=lambda broker_id: dynamic[broker_id])
+    controller, _ = controller_of(tree, unclean_leader_election_enable=broker._unclean_leader_election_default)
+    broker.controller, broker._unclean_default_seen = controller, False
+    elected: list[str] = []
+    controller.enable_default_unclean_leader_election = lambda: elected.append("default")
+    _out_of_sync_leader_dies(tree, controller)
+    assert tree.partition_state("orders", 0)[0].leader == -1
+    dynamic[0] = {"log.retention.ms": "100"}
+    broker._on_broker_config_change()
+    assert elected == []
+    dynamic[None] = {"unclean.leader.election.enable": "true"}
+    broker._on_broker_config_change()
+    broker._on_broker_config_change()
+    assert elected == ["default"]  # once, on the change to true
+    dynamic[0] = {"unclean.leader.election.enable": "false"}  # this broker's own layer wins
+    broker._on_broker_config_change()
+    assert not broker._unclean_leader_election_default()
+    controller.resign()
