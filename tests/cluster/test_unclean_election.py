@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
@@ -126,3 +127,11 @@ def test_an_unclean_election_by_topic_override_reports_and_keeps_the_records_it_
     wait_until(lambda: segment_bytes(cluster, leader, topic, 0) == segment_bytes(cluster, follower, topic, 0), timeout=30)
     assert b"lost-" not in segment_bytes(cluster, leader, topic, 0)
     assert b"new-4" in segment_bytes(cluster, leader, topic, 0)
+
+    # A restart loads the log only: the kept-aside batches stay beside it, outside it.
+    assert cluster.brokers[leader].stop() == 0
+    cluster.brokers[leader].start(timeout=60)
+    wait_until(lambda: sorted(state(cluster, topic).get("isr", [])) == sorted([leader, follower]), timeout=60)
+    wait_until(lambda: segment_bytes(cluster, leader, topic, 0) == segment_bytes(cluster, follower, topic, 0), timeout=30)
+    assert b"lost-" not in segment_bytes(cluster, leader, topic, 0)
+    assert sorted(p.name for p in Path(kept).glob("*.log"))
