@@ -98,6 +98,7 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._logs_loaded = False
         self._registration: tuple = ((), None)
+        self._unclean_default_seen = False
         # Kafka's broker epoch: the czxid of this broker's registration znode (KIP-380); the
         # controller's requests carry it, and one of an older registration is refused.
         self.broker_epoch = -1
@@ -143,8 +144,11 @@ class Broker:
         self.controller = KafkaController(
             self.zk_client, self.id, thread, channel=self.controller_channel, inter_broker_listener=self.inter_broker_listener(),
             delete_topic_enable=self.config.get("delete.topic.enable"),
+            unclean_leader_election_enable=self._unclean_leader_election_default,
         )
         await thread.call(self.metadata.start)
+        self._unclean_default_seen = self._unclean_leader_election_default()
+        self.metadata.on_broker_config_change(self._on_broker_config_change)
         self.cluster_id = await thread.call(self.zk_client.get_or_create_cluster_id)
         await thread.call(self.zk_client.check_broker_id_free, self.id)
         self._check_meta_properties()
@@ -341,6 +345,20 @@ class Broker:
             dynamic_default=self.metadata.broker_configs(None),
         )
 
+    def _unclean_leader_election_default(self) -> bool:
+        """``unclean.leader.election.enable`` with the dynamic layers applied: what the controller
+        uses for a topic without its own override (Kafka's controller reads its KafkaConfig)."""
+        return bool(self.effective_config().get("unclean.leader.election.enable"))
+
+    def _on_broker_config_change(self) -> None:
+        """The brokers' dynamic configs changed in the tree: when the default
+        ``unclean.leader.election.enable`` went from false to true, the controller (if this broker
+        is it) elects the offline partitions again (Kafka 2.8's DynamicLogConfig.reconfigure)."""
+        enabled = self._unclean_leader_election_default()
+        was, self._unclean_default_seen = self._unclean_default_seen, enabled
+        if enabled and not was and self.controller is not None:
+            self.controller.enable_default_unclean_leader_election()
+
     def reload_dynamic_config(self) -> None:
         """After a broker config change: new topic defaults for every hosted log."""
         self._default_log_config = self.effective_config().log_config()
@@ -422,6 +440,7 @@ class Broker:
         if self.cluster_mode:
             # Leadership comes from the controller's LeaderAndIsr.
             self.replica_manager.update_config(name)
+            self._maybe_enable_unclean_leader_election(change)
             return
         self._host_topic(topic)
         # Partitions this broker led and leads no more (offline, or led elsewhere) stop here;
@@ -430,6 +449,14 @@ class Broker:
         if lost:
             self.replica_manager.stop_replicas(name, lost, delete=False)
         self.replica_manager.update_config(name)
+
+    def _maybe_enable_unclean_leader_election(self, change: TopicChange) -> None:
+        """Kafka 2.8's TopicConfigHandler: a config change of a topic whose
+        ``unclean.leader.election.enable`` is true has the controller elect its offline partitions."""
+        previous = change.previous.configs if change.previous is not None else None
+        configs = change.topic.configs
+        if configs != previous and configs.get("unclean.leader.election.enable", "").lower() == "true" and self.controller is not None:
+            self.controller.enable_topic_unclean_leader_election(change.name)
 
     def replicas_stopped(self, partitions) -> None:
         """After a StopReplica request: fetch sessions forget deleted partitions' topics."""

@@ -62,6 +62,8 @@ from kcli.storage.segment import (
     LogSegment,
     now_ms,
 )
+from kcli.storage import truncated
+from kcli.storage.truncated import TruncatedRecords
 from kcli.storage.transaction_index import AbortedTxn, append_aborted_txn, read_aborted_txns, truncate_aborted_txns
 
 log = logging.getLogger(__name__)
@@ -819,9 +821,12 @@ class Log:
 
     # -- truncation --------------------------------------------------------------------------------
 
-    def truncate_to(self, target_offset: int) -> bool:
-        """Remove every offset >= ``target_offset``, and the leader epochs starting there; False
-        when the log already ends there (its epochs starting at its end are removed even so)."""
+    def truncate_to(self, target_offset: int, *, keep_aside_epoch: int | None = None) -> TruncatedRecords | None:
+        """Remove every offset >= ``target_offset``, and the leader epochs starting there. Returns
+        what was removed, None when the log already ends there (its epochs starting at its end
+        are removed even so). With ``keep_aside_epoch`` (a follower's leader epoch) the removed
+        batches are first kept aside in ``truncated-<epoch>-<offset>/`` (``storage/truncated.py``),
+        never loaded as part of the log; that failing, they go all the same, and the answer says why."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.dir.name} to a negative offset ({target_offset}).")
         with self._lock, self._disk_errors("Error while truncating"):
@@ -830,11 +835,19 @@ class Log:
                 # that led (assigning its epoch a start offset) without appending leaves an entry
                 # there that a follower must not keep reporting as its last fetched epoch.
                 self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
-                return False
-            if self._segments[0].base_offset > target_offset:
+                return None
+            fully = self._segments[0].base_offset > target_offset
+            if fully:
+                pieces = [(segment.log, 0) for segment in self._segments]
+            else:
+                keep = bisect.bisect_right(self._base_offsets, target_offset)
+                cut = self._segments[keep - 1].translate_offset(target_offset)
+                pieces = [(self._segments[keep - 1].log, cut.position)] if cut is not None else []
+                pieces += [(segment.log, 0) for segment in self._segments[keep:]]
+            removed = self._removed_records(target_offset, pieces, keep_aside_epoch)
+            if fully:
                 self.truncate_fully_and_start_at(target_offset)
-                return True
-            keep = bisect.bisect_right(self._base_offsets, target_offset)
+                return removed
             doomed = self._segments[keep:]
             del self._segments[keep:]
             del self._base_offsets[keep:]
@@ -847,7 +860,20 @@ class Log:
             self._log_start_offset = min(target_offset, self._log_start_offset)
             self._high_watermark = min(self._high_watermark, target_offset)
             self._rebuild_producer_state(target_offset)
-            return True
+            return removed
+
+    def _removed_records(self, target_offset: int, pieces, keep_aside_epoch: int | None) -> TruncatedRecords:
+        """What a truncation to ``target_offset`` removes (the batches of ``pieces``), kept aside
+        first when ``keep_aside_epoch`` is given."""
+        first, last, batches, records, epochs = truncated.summarize(pieces)
+        removed = TruncatedRecords(target_offset, max(last, self._log_end_offset - 1), batches, records, epochs)
+        if keep_aside_epoch is None or batches == 0:
+            return removed
+        try:
+            kept_in = truncated.keep_aside(self.dir, keep_aside_epoch, target_offset, max(first, 0), pieces)
+        except OSError as exc:
+            return removed._replace(keep_error=str(exc))
+        return removed._replace(kept_in=kept_in)
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete everything and start an empty log at ``new_offset``."""

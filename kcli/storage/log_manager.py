@@ -45,6 +45,7 @@ from kcli.storage.log_cleaner import CleanerConfig, LogCleaner, StepHook
 from kcli.storage.log_config import LogConfig
 from kcli.storage.log_dir_failure import LogDirFailureChannel
 from kcli.storage.segment import now_ms
+from kcli.storage.truncated import TruncatedRecords
 
 # Kafka's RemoteIndexCache.DIR_NAME: tiered storage's index cache, the one directory in a log dir
 # that Kafka's LogManager skips without it being a partition's.
@@ -286,13 +287,14 @@ class LogManager:
         log.info("Deleted log for partition %s-%d in %s.", topic, partition, partition_log.dir)
         return True
 
-    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
-        """Truncate the partition's log to ``offset`` (a follower's truncation); cleaning is paused
-        meanwhile when the truncation reaches below the active segment, and the cleaner checkpoint
-        lowered. False when the log does not exist or already ends there."""
+    def truncate_to(self, topic: str, partition: int, offset: int, *, keep_aside_epoch: int | None = None) -> TruncatedRecords | None:
+        """Truncate the partition's log to ``offset`` (a follower's truncation; ``keep_aside_epoch``
+        as ``Log.truncate_to``); cleaning is paused meanwhile when the truncation reaches below
+        the active segment, and the cleaner checkpoint lowered. Returns what was removed; None
+        when the log does not exist or already ends there."""
         partition_log = self.get_log(topic, partition)
         if partition_log is None:
-            return False
+            return None
         key = (topic, partition)
         cleaner = self._cleaner
         stop_cleaner = cleaner is not None and offset < partition_log.active_segment.base_offset
@@ -300,7 +302,7 @@ class LogManager:
             cleaner.abort_and_pause_cleaning(key)
             log.info("The cleaning for partition %s-%d is aborted and paused", topic, partition)
         try:
-            truncated = partition_log.truncate_to(offset)
+            truncated = partition_log.truncate_to(offset, keep_aside_epoch=keep_aside_epoch)
             if stop_cleaner:
                 cleaner.maybe_truncate_checkpoint(partition_log.dir.parent, key, partition_log.active_segment.base_offset)
         finally:

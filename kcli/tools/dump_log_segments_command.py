@@ -19,6 +19,7 @@ from kcli.storage.index import OffsetIndex, TimeIndex
 from kcli.storage.producer_state import format_snapshot_entry, read_producer_snapshot
 from kcli.storage.records import ControlType, LegacyBatch, RecordBatch, TimestampType, increment_sequence, parse_control_record
 from kcli.storage.transaction_index import read_aborted_txns
+from kcli.storage.truncated import is_kept_aside_dir
 
 # (key, value, offset) -> the (key, payload) strings to print, Kafka's MessageParser.
 RecordParser = Callable[[bytes | None, bytes | None, int], tuple[str | None, str | None]]
@@ -130,8 +131,10 @@ class Dumper:
     # -- driver -------------------------------------------------------------------------------
 
     def dump_files(self, paths: list[str]) -> bool:
-        """Dump every file; returns False when a file could not be dumped."""
-        for name in paths:
+        """Dump every file; returns False when a file could not be dumped. A directory of batches
+        a truncation kept aside (``truncated-<epoch>-<offset>``, ``storage/truncated.py``) stands
+        for its ``.log`` files, in offset order."""
+        for name in _expand_kept_aside(paths):
             path = Path(name)
             if self.out.json:
                 self.out.obj({"type": "file", "path": name})
@@ -439,6 +442,17 @@ class Dumper:
                     f"version: {txn.version} producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
                     f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}"
                 )
+
+
+def _expand_kept_aside(paths: list[str]) -> list[str]:
+    expanded: list[str] = []
+    for name in paths:
+        path = Path(name)
+        if is_kept_aside_dir(path):
+            expanded.extend(str(path / child.name) for child in sorted(path.iterdir(), key=lambda p: p.name) if child.name.endswith(".log"))
+        else:
+            expanded.append(name)
+    return expanded
 
 
 def _bool(value: bool) -> str:

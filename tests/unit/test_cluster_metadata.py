@@ -666,6 +666,17 @@ def test_broker_configs_per_broker_and_default(cluster, store):
     assert paths == ["brokers/1", "brokers/<default>"]
 
 
+def test_broker_config_listeners_hear_changes_written_by_anyone(cluster, store):
+    """What a broker needs to follow the dynamic defaults another broker or a tool wrote (the
+    brokers' unclean.leader.election.enable going true has the controller elect again)."""
+    heard: list[dict] = []
+    cluster.cache.on_broker_config_change(lambda: heard.append(cluster.cache.broker_configs(None)))
+    cluster.zk.write_entity_config(zk.CONFIG_TYPE_BROKERS, "<default>", {"unclean.leader.election.enable": "true"})
+    assert heard == [{"unclean.leader.election.enable": "true"}]
+    cluster.zk.write_entity_config(zk.CONFIG_TYPE_BROKERS, "<default>", {"unclean.leader.election.enable": "true"})
+    assert len(heard) == 1  # unchanged: not heard again
+
+
 def test_expired_config_change_notifications_are_purged(cluster, store, monkeypatch):
     old = store.create(zk.config_change_path(), zk.encode_config_change("topics/x"), sequence=True)
     sixteen_minutes_later = store.get(old)[1].ctime + 16 * 60 * 1000

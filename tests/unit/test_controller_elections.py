@@ -517,3 +517,155 @@ def test_a_new_controller_reads_every_partition_once(tree):
     assert 200 < counting.reads < 220
     assert len(controller.context.leadership) == 200
     controller.resign()
+
+
+# -- unclean leader election (Kafka 2.8's offlinePartitionLeaderElection and its config) -------------
+
+
+def _out_of_sync_leader_dies(tree, controller, name="orders", topic_configs=None):
+    """``name``-0 on brokers 1 and 2, led by 1 alone in the ISR (2 dropped out); then broker 1
+    dies. Returns the partition's state before the death."""
+    if not tree.topic_exists(name):
+        create(tree, name, {0: [1, 2]})
+    if topic_configs is not None:
+        tree.write_entity_config(zk.CONFIG_TYPE_TOPICS, name, topic_configs)
+    controller.update_partition_state(name, 0, leader=1, isr=(1,))
+    before, _ = tree.partition_state(name, 0)
+    tree.store.delete(zk.broker_id_path(1))
+    return before
+
+
+def test_without_unclean_election_a_partition_whose_isr_died_stays_offline_until_it_returns(tree, caplog):
+    controller, channel = controller_of(tree)
+    before = _out_of_sync_leader_dies(tree, controller)
+    state, _ = tree.partition_state("orders", 0)
+    # Kafka 2.8: leader -1, the ISR keeping its last member, a new leader epoch.
+    assert (state.leader, state.isr, state.leader_epoch) == (-1, (1,), before.leader_epoch + 1)
+    assert controller.partition_states.state("orders", 0) is PartitionState.OFFLINE_PARTITION
+    assert "failed to change state for partition orders-0 from OfflinePartition to OnlinePartition" in caplog.text
+    assert "under strategy OfflinePartitionLeaderElectionStrategy(false)" in caplog.text
+    # Broker 2 is live but out of sync: a broker event elects nothing.
+    register(tree, 0)
+    tree.store.delete(zk.broker_id_path(0))
+    assert tree.partition_state("orders", 0)[0].leader == -1
+    register(tree, 1)  # the in-sync replica returns and leads again
+    state, _ = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr) == (1, (1,))
+    assert controller.partition_states.state("orders", 0) is PartitionState.ONLINE_PARTITION
+    controller.resign()
+
+
+def test_the_topic_override_elects_the_first_live_out_of_sync_replica_alone_in_the_isr(tree, caplog):
+    caplog.set_level("INFO", logger="kcli.broker.controller")
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 2]})
+    channel.take()
+    before = _out_of_sync_leader_dies(tree, controller, topic_configs={"unclean.leader.election.enable": "true"})
+    state, version = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr, state.leader_epoch) == (2, (2,), before.leader_epoch + 1)
+    assert controller.partition_states.state("orders", 0) is PartitionState.ONLINE_PARTITION
+    assert (
+        f"Changed partition orders-0 from OfflinePartition to OnlinePartition with state "
+        f"LeaderAndIsr(leader=2, leaderEpoch={state.leader_epoch}, isr=List(2), zkVersion={version})"
+    ) in caplog.text
+    to_2 = [partitions_of(f)[("orders", 0)] for b, _, f, _ in channel.take(LEADER_AND_ISR) if b == 2]
+    assert [(p["leader"], p["isr"]) for p in to_2] == [(2, [2])]
+    controller.resign()
+
+
+def test_the_broker_default_applies_to_topics_without_an_override_and_an_override_wins(tree):
+    controller, _ = controller_of(tree, unclean_leader_election_enable=lambda: True)
+    _out_of_sync_leader_dies(tree, controller, "open")
+    register(tree, 1)
+    _out_of_sync_leader_dies(tree, controller, "kept", topic_configs={"unclean.leader.election.enable": "false"})
+    assert tree.partition_state("open", 0)[0].leader == 2
+    assert tree.partition_state("kept", 0)[0].leader == -1
+    controller.resign()
+
+
+def test_a_live_in_sync_replica_is_always_preferred_to_an_unclean_choice(tree):
+    controller, _ = controller_of(tree, unclean_leader_election_enable=lambda: True)
+    create(tree, "orders", {0: [1, 2, 0]})
+    controller.update_partition_state("orders", 0, leader=1, isr=(1, 0))
+    tree.store.delete(zk.broker_id_path(1))
+    state, _ = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr) == (0, (0,))  # broker 2 comes first in the assignment, but is out of sync
+    controller.resign()
+
+
+def test_an_invalid_override_leaves_the_partition_offline(tree, caplog):
+    controller, _ = controller_of(tree, unclean_leader_election_enable=lambda: True)
+    _out_of_sync_leader_dies(tree, controller, topic_configs={"unclean.leader.election.enable": "maybe"})
+    assert tree.partition_state("orders", 0)[0].leader == -1
+    assert "Topic orders has an invalid unclean.leader.election.enable=maybe" in caplog.text
+    controller.resign()
+
+
+def test_enabling_unclean_election_for_a_topic_elects_its_offline_partitions_only(tree, caplog):
+    caplog.set_level("INFO", logger="kcli.broker.controller")
+    controller, _ = controller_of(tree)
+    _out_of_sync_leader_dies(tree, controller, "orders")
+    register(tree, 1)
+    _out_of_sync_leader_dies(tree, controller, "other")
+    assert tree.partition_state("orders", 0)[0].leader == -1 and tree.partition_state("other", 0)[0].leader == -1
+    tree.write_entity_config(zk.CONFIG_TYPE_TOPICS, "orders", {"unclean.leader.election.enable": "true"})
+    controller.enable_topic_unclean_leader_election("orders")  # the broker's topic config handler calls this
+    assert "Unclean leader election has been enabled for topic orders" in caplog.text
+    state, _ = tree.partition_state("orders", 0)
+    assert (state.leader, state.isr) == (2, (2,))
+    assert tree.partition_state("other", 0)[0].leader == -1
+    controller.resign()
+
+
+def test_enabling_unclean_election_by_default_elects_every_offline_partition(tree, caplog):
+    caplog.set_level("INFO", logger="kcli.broker.controller")
+    enabled = [False]
+    controller, _ = controller_of(tree, unclean_leader_election_enable=lambda: enabled[0])
+    _out_of_sync_leader_dies(tree, controller, "orders")
+    register(tree, 1)
+    _out_of_sync_leader_dies(tree, controller, "other", topic_configs={"unclean.leader.election.enable": "false"})
+    enabled[0] = True
+    controller.enable_default_unclean_leader_election()
+    assert "Unclean leader election has been enabled by default" in caplog.text
+    assert tree.partition_state("orders", 0)[0].leader == 2
+    assert tree.partition_state("other", 0)[0].leader == -1  # its own override says no
+    controller.resign()
+
+
+def test_a_controlled_shutdown_never_elects_uncleanly(tree):
+    controller, _ = controller_of(tree, unclean_leader_election_enable=lambda: True)
+    create(tree, "orders", {0: [1, 2]})
+    controller.update_partition_state("orders", 0, leader=1, isr=(1,))
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    assert tree.partition_state("orders", 0)[0].leader == -1  # kcli's difference: offline at once, not unclean
+    controller.resign()
+
+
+def test_a_broker_tells_its_controller_when_the_default_turns_unclean_election_on(tree):
+    """Kafka 2.8's DynamicLogConfig.reconfigure: only a change from false to true of the brokers'
+    effective default has the controller elect again; the controller reads that default at each
+    election."""
+    from kcli.broker.broker import Broker
+    from kcli.broker.config.broker_config import BrokerConfig
+
+    dynamic = {None: {}, 0: {}}
+    broker = Broker.__new__(Broker)
+    broker.config, broker.id = BrokerConfig({}), 0
+    broker.metadata = types.SimpleNamespace(broker_configs=lambda broker_id: dynamic[broker_id])
+    controller, _ = controller_of(tree, unclean_leader_election_enable=broker._unclean_leader_election_default)
+    broker.controller, broker._unclean_default_seen = controller, False
+    elected: list[str] = []
+    controller.enable_default_unclean_leader_election = lambda: elected.append("default")
+    _out_of_sync_leader_dies(tree, controller)
+    assert tree.partition_state("orders", 0)[0].leader == -1
+    dynamic[0] = {"log.retention.ms": "100"}
+    broker._on_broker_config_change()
+    assert elected == []
+    dynamic[None] = {"unclean.leader.election.enable": "true"}
+    broker._on_broker_config_change()
+    broker._on_broker_config_change()
+    assert elected == ["default"]  # once, on the change to true
+    dynamic[0] = {"unclean.leader.election.enable": "false"}  # this broker's own layer wins
+    broker._on_broker_config_change()
+    assert not broker._unclean_leader_election_default()
+    controller.resign()

@@ -212,13 +212,32 @@ def test_a_follower_truncates_to_where_both_logs_agree(tmp_path, clock):
     assert follower.log.log_end_offset == 5 and follower.log.latest_epoch == 0
 
 
-def test_a_follower_never_truncates_below_its_high_watermark(tmp_path, clock):
+def test_after_an_unclean_election_a_follower_truncates_below_its_high_watermark_and_reports_the_loss(tmp_path, clock, caplog):
+    """Kafka's ReplicaFetcherThread.truncate goes below the high watermark: an uncleanly elected
+    leader's log is the partition's. kcli reports what goes in one WARN line and keeps it aside."""
     follower = Partition("orders", 0, None, Log.open(tmp_path / "orders-0"), local_broker_id=0, clock=lambda: clock[0])
-    _led_through_epochs(follower, [(0, 8)])
+    _led_through_epochs(follower, [(0, 3), (2, 5)])  # epoch 0 at 0-2, epoch 2 at 3-7, all committed (ISR of one)
+    assert follower.high_watermark == 8
+    follower.make_follower(_state(leader=1, leader_epoch=4))
+    assert follower.truncate_to(3) == 3
+    assert follower.log.log_end_offset == 3 and follower.high_watermark == 3
+    (line,) = [r for r in caplog.records if r.levelname == "WARNING"]
+    message = line.getMessage()
+    assert message.startswith("Truncated orders-0 to offset 3: offsets 3 to 7 (5 records in 1 batch of leader epochs 2) "
+                              "are not in the log of leader 1 at leader epoch 4 and are lost, offsets 3 to 7 of them below "
+                              "the high watermark 8 (committed: the leader was elected uncleanly); kept aside in ")
+    kept = tmp_path / "orders-0" / "truncated-4-3"
+    assert str(kept) in message
+    assert [p.name for p in kept.iterdir()] == ["00000000000000000003.log"]
+
+
+def test_a_truncation_that_removes_nothing_reports_nothing(tmp_path, clock, caplog):
+    follower = Partition("orders", 0, None, Log.open(tmp_path / "orders-0"), local_broker_id=0, clock=lambda: clock[0])
+    _led_through_epochs(follower, [(0, 3)])
     follower.make_follower(_state(leader=1, leader_epoch=1))
-    follower.update_follower_high_watermark(6)  # the leader committed 6
-    assert follower.truncate_to(3) == 6
-    assert follower.log.log_end_offset == 6 and follower.high_watermark == 6
+    assert follower.truncate_to(3) == 3
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    assert not [p for p in (tmp_path / "orders-0").iterdir() if p.is_dir()]
 
 
 # -- the ISR: shrink, expand (KAFKA-7128), pending changes and the maximal ISR (KAFKA-13091) -------------

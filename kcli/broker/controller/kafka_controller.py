@@ -16,8 +16,11 @@ then on decides on that copy, keeping it current from its watches and its own wr
   ZooKeeper-era tool without one) goes NewPartition -> OnlinePartition: the first live replica
   leads, alone in the ISR until replication exists; a topic written without an id gets one;
 * when a broker fails (onBrokerFailure) the partitions it led elect another live replica of their
-  ISR (OfflinePartitionLeaderElection; unclean election disabled), or go offline (leader -1), and
-  its replicas go OfflineReplica, leaving the ISRs they were in;
+  ISR (OfflinePartitionLeaderElection), or, with the topic's ``unclean.leader.election.enable``
+  (its override, else the brokers' default), the first live replica alone in the ISR, or go
+  offline (leader -1), and its replicas go OfflineReplica, leaving the ISRs they were in;
+* a topic whose override becomes true, or a brokers' default that does, has its offline
+  partitions elected again (TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable);
 * when a broker starts (onBrokerStartup) its replicas go OnlineReplica and offline partitions it
   can lead come back online;
 * a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``); with
@@ -55,12 +58,20 @@ from kcli.metadata.store import (
     Op, SetDataOp,
 )
 from kcli.metadata.topics import random_uuid
-from kcli.metadata.zk_client import KafkaZkClient, LoadedState
+from kcli.metadata.zk_client import KafkaZkClient, LoadedState, decoded
+from kcli.storage.log_config import LogConfig
 
 log = logging.getLogger("kcli.broker.controller")
 
 # How a partition's leader is chosen, by reason (Kafka's PartitionLeaderElectionStrategy).
 OFFLINE, CONTROLLED_SHUTDOWN, PREFERRED = "offline", "controlled-shutdown", "preferred"
+# Kafka's names for them, as its state-change log lines print them.
+_STRATEGY_NAMES = {
+    OFFLINE: "OfflinePartitionLeaderElectionStrategy(false)",
+    CONTROLLED_SHUTDOWN: "ControlledShutdownPartitionLeaderElectionStrategy",
+    PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
+}
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 
 class ControllerMovedError(Exception):
@@ -77,6 +88,7 @@ class KafkaController:
         channel=None,
         inter_broker_listener: str = "PLAINTEXT",
         delete_topic_enable: bool = True,
+        unclean_leader_election_enable: Callable[[], bool] | bool = False,
     ) -> None:
         self.zk_client = zk_client
         self.thread = thread if thread is not None else InlineMetadataThread()
@@ -91,6 +103,11 @@ class KafkaController:
         self.inter_broker_listener = inter_broker_listener.upper()
         # ``delete.topic.enable``: when false a deletion mark is removed and nothing is deleted.
         self.delete_topic_enable = delete_topic_enable
+        # The broker's ``unclean.leader.election.enable`` (a callable: the dynamic cluster-wide
+        # default, read at each election as Kafka's controller reads its KafkaConfig's originals).
+        self._unclean_default = unclean_leader_election_enable if callable(unclean_leader_election_enable) else (
+            lambda: bool(unclean_leader_election_enable)
+        )
         self._batch = ControllerBrokerRequestBatch(broker_id, channel)
         self.context = ControllerContext()
         self.partition_states = PartitionStateMachine(broker_id)
@@ -484,6 +501,7 @@ class KafkaController:
             if key[0] in context.assignments and key[0] not in self.deletion.topics_to_delete and key not in context.unreadable
         ]
         topics = {name for name in topics if name in context.assignments and name not in self.deletion.topics_to_delete}
+        before = {key: (self.partition_states.state(*key), context.leadership[key][0]) for key in keys if key in context.leadership}
         written, failed = self._write(self._decisions(keys, reason), topics)
         if failed:
             for name, read in read_topics(self.zk_client, sorted(failed), self._report).items():
@@ -494,13 +512,83 @@ class KafkaController:
             for name in sorted(still):
                 log.warning("[Controller id=%d] The state of topic %s changed while it was being written; left for the next event",
                             self.broker_id, name)
+        self._log_elections(before, written, reason)
         self._publish(written, is_new=is_new)
         return written
 
-    def _decisions(self, keys: Iterable[TopicPartition], reason: str) -> dict[TopicPartition, zk.LeaderAndIsr]:
-        return {key: state for key in keys if (state := self._decide(key, reason)) is not None}
+    def _log_elections(self, before: dict, written: list[TopicPartition], reason: str) -> None:
+        """Kafka's state-change log lines for the partitions an election moved: "Changed
+        partition ... to OnlinePartition with state LeaderAndIsr(...)" for a new leader, "failed
+        to change state" for a partition the offline election left without one."""
+        context = self.context
+        strategy = _STRATEGY_NAMES.get(reason, reason)
+        prefix = f"[Controller id={self.broker_id} epoch={context.epoch}]"
+        for key in written:
+            if key not in before:
+                continue
+            previous_state, previous = before[key]
+            if previous.leader not in context.live_brokers:
+                # Kafka first moves a partition whose leader died to OfflinePartition, then elects.
+                previous_state = PartitionState.OFFLINE_PARTITION
+            state, version = context.leadership[key]
+            name = f"{key[0]}-{key[1]}"
+            if state.leader >= 0 and state.leader != previous.leader:
+                log.info("%s Changed partition %s from %s to OnlinePartition with state LeaderAndIsr(leader=%d, leaderEpoch=%d, isr=List(%s), zkVersion=%d)",
+                         prefix, name, previous_state.value, state.leader, state.leader_epoch, ", ".join(map(str, state.isr)), version)
+            elif state.leader < 0 and previous.leader >= 0:
+                log.error("%s Controller %d epoch %d failed to change state for partition %s from %s to OnlinePartition: "
+                          "Failed to elect leader for partition %s under strategy %s",
+                          prefix, self.broker_id, context.epoch, name, previous_state.value, name, strategy)
 
-    def _decide(self, key: TopicPartition, reason: str) -> zk.LeaderAndIsr | None:
+    def _decisions(self, keys: Iterable[TopicPartition], reason: str) -> dict[TopicPartition, zk.LeaderAndIsr]:
+        keys = list(keys)
+        unclean = self._unclean_topics(keys) if reason == OFFLINE else set()
+        return {key: state for key in keys if (state := self._decide(key, reason, key[0] in unclean)) is not None}
+
+    def _unclean_topics(self, keys: list[TopicPartition]) -> set[str]:
+        """The topics, among those of ``keys`` that the offline election cannot lead from their
+        ISR (an existing state, a leader gone, no live replica in sync), whose
+        ``unclean.leader.election.enable`` is true: the topic's override when it has one, else the
+        broker's default. As Kafka 2.8's collectUncleanLeaderElectionState, the topics' configs are
+        read from the tree then, and only for such partitions; a value that does not parse leaves
+        the partition to a clean election (an ERROR line names it)."""
+        context = self.context
+        eligible = context.eligible_brokers
+        names = sorted({
+            key[0] for key in keys
+            if (loaded := context.leadership.get(key)) is not None
+            and loaded[0].leader not in eligible
+            and not (loaded[0].leader in context.shutting_down and loaded[0].leader in context.live_brokers)
+            and not any(r in eligible for r in loaded[0].isr)
+            and any(r in eligible for r in context.replicas(key))
+        })
+        if not names:
+            return set()
+        default = self._unclean_default()
+        paths = {zk.config_entity_path(zk.CONFIG_TYPE_TOPICS, name): name for name in names}
+        enabled: set[str] = set()
+        for path, answer in self.zk_client.store.get_many(list(paths)).items():
+            name = paths[path]
+            value = None
+            if answer is not None:
+                try:
+                    value = decoded(path, zk.decode_entity_config, answer[0]).get(UNCLEAN_LEADER_ELECTION_ENABLE)
+                except zk.ZNodeFormatError as e:
+                    self._report(e)
+                    continue
+            if value is None:
+                if default:
+                    enabled.add(name)
+                continue
+            try:
+                if LogConfig.from_properties({UNCLEAN_LEADER_ELECTION_ENABLE: value}).unclean_leader_election_enable:
+                    enabled.add(name)
+            except KafkaError as e:
+                log.error("[Controller id=%d] Topic %s has an invalid %s=%s (%s): its offline partitions are not elected uncleanly",
+                          self.broker_id, name, UNCLEAN_LEADER_ELECTION_ENABLE, value, e)
+        return enabled
+
+    def _decide(self, key: TopicPartition, reason: str, unclean: bool = False) -> zk.LeaderAndIsr | None:
         """The partition's next leader and ISR, or None to leave it as it is:
 
         * no state yet (NewPartition -> OnlinePartition): the first live replica leads, alone in
@@ -508,7 +596,9 @@ class KafkaController:
         * its leader is shutting down: the first live, in-sync replica that is not
           (ControlledShutdownPartitionLeaderElection), the brokers shutting down leaving the ISR;
         * its leader is not live: the first live replica of its ISR, in assignment order
-          (OfflinePartitionLeaderElection);
+          (OfflinePartitionLeaderElection); with none and ``unclean`` (the topic's
+          ``unclean.leader.election.enable``, for ``reason`` OFFLINE only), the first live
+          replica of the assignment, alone in the ISR;
         * with neither, it goes offline: leader -1, the ISR keeping its last member, as Kafka's
           controller takes a failed replica out of the ISR;
         * its leader is live: followers that died or are shutting down leave the ISR
@@ -536,10 +626,14 @@ class KafkaController:
                 return None
             return replace(current, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=context.epoch)
         else:
-            election = leader_selectors.offline_partition_leader(replicas, current.isr, eligible)
+            election = leader_selectors.offline_partition_leader(replicas, current.isr, eligible, unclean=unclean)
         if election is not None:
             leader, isr = election
         elif current.leader == zk.NO_LEADER:
+            if reason == OFFLINE:
+                log.error("[Controller id=%d epoch=%d] Controller %d epoch %d failed to change state for partition %s-%d from "
+                          "OfflinePartition to OnlinePartition: Failed to elect leader for partition %s-%d under strategy %s",
+                          self.broker_id, context.epoch, self.broker_id, context.epoch, key[0], key[1], key[0], key[1], _STRATEGY_NAMES[OFFLINE])
             return None  # offline already, and still no live replica in sync
         else:
             leader = zk.NO_LEADER
@@ -604,6 +698,37 @@ class KafkaController:
             self._batch.add_leader_and_isr(self._live_replicas(partition.state.replicas), partition, is_new=is_new)
         if states:
             self._batch.add_update_metadata(self.context.live_brokers, states)
+
+    # -- unclean leader election enabled --------------------------------------------------------
+
+    def enable_topic_unclean_leader_election(self, topic: str) -> None:
+        """A topic config change set ``unclean.leader.election.enable`` true (Kafka 2.8's
+        TopicConfigHandler and TopicUncleanLeaderElectionEnable event): the active controller
+        elects the topic's offline partitions again, now allowed to choose an out-of-sync replica.
+        Any thread; the event runs on the metadata thread."""
+        if self.active:
+            self.thread.submit(lambda: self.run_event(lambda: self._unclean_enabled(topic), "TopicUncleanLeaderElectionEnable"))
+
+    def enable_default_unclean_leader_election(self) -> None:
+        """The brokers' default ``unclean.leader.election.enable`` became true (Kafka 2.8's
+        DynamicLogConfig.reconfigure and UncleanLeaderElectionEnable event): every offline
+        partition is elected again."""
+        if self.active:
+            self.thread.submit(lambda: self.run_event(lambda: self._unclean_enabled(None), "UncleanLeaderElectionEnable"))
+
+    def _unclean_enabled(self, topic: str | None) -> None:
+        """Kafka's processTopicUncleanLeaderElectionEnable / processUncleanLeaderElectionEnable:
+        the partitions in NewPartition or OfflinePartition go through the offline election (which
+        reads the topics' configs again)."""
+        if not self.active:
+            return
+        if topic is None:
+            log.info("[Controller id=%d] Unclean leader election has been enabled by default", self.broker_id)
+        else:
+            log.info("[Controller id=%d] Unclean leader election has been enabled for topic %s", self.broker_id, topic)
+        waiting = (PartitionState.NEW_PARTITION, PartitionState.OFFLINE_PARTITION)
+        self._elect([key for key in self.context.partitions(topic) if self.partition_states.state(*key) in waiting])
+        self._send_batch()
 
     # -- preferred replica election ---------------------------------------------------------------
 
@@ -747,7 +872,7 @@ class KafkaController:
         log.info("[Controller id=%d] Shutting down broker %d", self.broker_id, broker_id)
         context.shutting_down.add(broker_id)
         to_act_on = [key for key in context.partitions_on_broker(broker_id) if self._moves_on_controlled_shutdown(key)]
-        self._elect(to_act_on)
+        self._elect(to_act_on, CONTROLLED_SHUTDOWN)
         followed = [(*key, broker_id) for key in to_act_on if context.leadership[key][0].leader != broker_id]
         self.replica_states.transition(followed, ReplicaState.OFFLINE_REPLICA)
         self._send_batch()

@@ -1,7 +1,8 @@
 """ListOffsets: v1-9
 
 Behaviour: for each partition, the offset a timestamp names: -2 the log start offset (earliest),
--1 the high watermark (latest; the last stable offset for read_committed), -3 the offset and
+-1 the high watermark (latest; the last stable offset for read_committed; the log end offset
+for a replica, a follower's fetcher), -3 the offset and
 timestamp of the record with the largest timestamp (v7+), -4 the earliest local offset (v8+, the
 log start offset: kcli keeps no remote tier), -5 the latest tiered offset (v9+: offset, timestamp
 and leader epoch -1, as Kafka answers without a remote tier); any other timestamp the first
@@ -30,7 +31,9 @@ READ_COMMITTED = 1
 
 def handle(ctx, request):
     replicas = ctx.broker.replica_manager
-    isolation = getattr(request, "isolation_level", 0)
+    # A replica (a follower's fetcher) is answered without isolation: the latest offset is the
+    # log end offset (Kafka's KafkaApis: isolation only for a client's request).
+    isolation = None if getattr(request, "replica_id", -1) >= 0 else getattr(request, "isolation_level", 0)
     version = ctx.api_version
     topics = []
     for topic in request.topics:
@@ -48,9 +51,12 @@ def handle(ctx, request):
     return {"topics": topics}
 
 
-def _lookup(partition, timestamp: int, isolation: int, version: int) -> dict:
+def _lookup(partition, timestamp: int, isolation: int | None, version: int) -> dict:
     log = partition.log
-    fetchable = partition.last_stable_offset if isolation == READ_COMMITTED else partition.high_watermark
+    if isolation is None:
+        fetchable = log.log_end_offset
+    else:
+        fetchable = partition.last_stable_offset if isolation == READ_COMMITTED else partition.high_watermark
     if timestamp == LATEST:
         return {"offset": fetchable, "leader_epoch": _epoch(log.leader_epoch_cache.epoch_for_offset(fetchable))}
     since = SPECIAL_SINCE.get(timestamp)

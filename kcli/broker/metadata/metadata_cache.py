@@ -83,6 +83,7 @@ class MetadataCache:
         self._topics: dict[str, TopicInfo] = {}
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._listeners: list[TopicListener] = []
+        self._broker_config_listeners: list[Callable[[], None]] = []
         self._unwatch: list[Callable[[], None]] = []
         self._brokers: dict[int, zk.BrokerRegistration] = {}
         self._controller_id: int | None = None
@@ -122,6 +123,23 @@ class MetadataCache:
                     self._listeners.remove(listener)
 
         return remove
+
+    def on_broker_config_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on the loop) after the brokers' dynamic configs read from the tree
+        changed, whoever wrote them."""
+        with self._lock:
+            self._broker_config_listeners.append(listener)
+
+    def _set_broker_configs(self, configs: dict[int | None, dict[str, str]]) -> None:
+        with self._lock:
+            changed = configs != self._broker_configs
+            self._broker_configs = configs
+            listeners = list(self._broker_config_listeners) if changed else []
+        for listener in listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("A broker config listener failed")
 
     # -- reads ------------------------------------------------------------------------------------
 
@@ -191,9 +209,7 @@ class MetadataCache:
 
     async def refresh_broker_configs_async(self) -> None:
         """Read the brokers' dynamic configs on the metadata thread, then apply them on the loop."""
-        configs = await self.thread.call(self._read_broker_configs)
-        with self._lock:
-            self._broker_configs = configs
+        self._set_broker_configs(await self.thread.call(self._read_broker_configs))
 
     def _on_tree_change(self, events: list[ChangeEvent]) -> None:
         """A store's watch, on its thread: note what changed and have it read. Changes noted
@@ -301,8 +317,7 @@ class MetadataCache:
         if read.controller is not None and from_tree:
             self._controller_id = read.controller[0]
         if read.broker_configs is not None:
-            with self._lock:
-                self._broker_configs = read.broker_configs
+            self._set_broker_configs(read.broker_configs)
         for name, topic in read.topics.items():
             self._apply(name, topic)
         for name, states in read.states.items():

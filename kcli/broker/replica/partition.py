@@ -30,6 +30,7 @@ from kcli.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFF
 from kcli.storage.log import Log, LogAppendInfo
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import RecordBatch
+from kcli.storage.truncated import TruncatedRecords
 
 logger = logging.getLogger(__name__)
 
@@ -387,20 +388,44 @@ class Partition:
             return min(end_offset, log_end), False
         return min(leader_end_offset, end_offset, log_end), True
 
-    def truncate_to(self, offset: int, truncate: Callable[[int], bool] | None = None) -> int:
-        """Truncate the follower's log to ``offset`` (through ``truncate``, the log manager's, which
-        pauses the cleaner; the log's own by default), but never below its high watermark: what
-        the leader committed is never taken back. Returns the offset the log now ends at."""
+    def truncate_to(self, offset: int, truncate: Callable[..., TruncatedRecords | None] | None = None) -> int:
+        """Truncate the follower's log to ``offset``, where its leader's log ends (through
+        ``truncate``, the log manager's, which pauses the cleaner; the log's own by default).
+        Returns the offset the log now ends at.
+
+        As Kafka's ReplicaFetcherThread.truncate, this may go below the follower's high
+        watermark: only after an unclean leader election does the leader lack records it
+        committed, and the leader's log is then the partition's. Whatever it removes is kept
+        aside (``storage/truncated.py``) and reported in one WARN line: the offsets, the leader
+        epochs of the batches, the leader and leader epoch that lack them, the high watermark
+        when they were below it, and where they are kept. A follower cannot tell an unclean
+        election from a clean one (Kafka 2.8's LeaderAndIsr does not say), and a clean
+        election's truncated tail may hold records acks=1 producers were told were written: so
+        every truncation that removes records is reported and kept alike."""
         high_watermark = self.log.high_watermark
-        if offset < high_watermark:
-            logger.warning(
-                "Not truncating %s-%d to offset %d below its high watermark %d; truncating to the high watermark",
-                self.topic, self.index, offset, high_watermark,
-            )
-            offset = high_watermark
-        if (truncate or self.log.truncate_to)(offset):
-            logger.info("Truncated %s-%d to offset %d", self.topic, self.index, offset)
+        removed = (truncate or self.log.truncate_to)(offset, keep_aside_epoch=self.leader_epoch)
+        if removed is not None and removed.batches:
+            self._report_truncation(removed, high_watermark)
         return self.log.log_end_offset
+
+    def _report_truncation(self, removed: TruncatedRecords, high_watermark: int) -> None:
+        epochs = ", ".join(str(e) for e in removed.leader_epochs) or "none"
+        below = ""
+        if removed.first_offset < high_watermark:
+            below = (
+                f", offsets {removed.first_offset} to {min(high_watermark, removed.last_offset + 1) - 1} of them below the high "
+                f"watermark {high_watermark} (committed: the leader was elected uncleanly)"
+            )
+        if removed.kept_in is not None:
+            kept = f"kept aside in {removed.kept_in} (kcli dump-log-segments --files reads them)"
+        else:
+            kept = f"could not be kept aside ({removed.keep_error}): deleted"
+        logger.warning(
+            "Truncated %s-%d to offset %d: offsets %d to %d (%s in %s of leader epochs %s) are not in the log "
+            "of leader %d at leader epoch %d and are lost%s; %s",
+            self.topic, self.index, removed.first_offset, removed.first_offset, removed.last_offset,
+            _count(removed.records, "record"), _count(removed.batches, "batch"), epochs, self.leader_id, self.leader_epoch, below, kept,
+        )
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
         """A follower's high watermark: the leader's, as far as its own log reaches."""
@@ -426,3 +451,7 @@ class Partition:
         if current_leader_epoch < self.leader_epoch:
             raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH, f"{current_leader_epoch} is older than the leader epoch {self.leader_epoch}")
         raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH, f"{current_leader_epoch} is newer than the leader epoch {self.leader_epoch}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}es" if noun.endswith("h") else f"{n} {noun}s"

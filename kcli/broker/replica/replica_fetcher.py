@@ -57,6 +57,7 @@ OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 LIST_OFFSETS_VERSION = 4
 SHUTDOWN_WAIT_S = 5.0
 EARLIEST_TIMESTAMP = -2  # ListOffsets' timestamp for the log start offset
+LATEST_TIMESTAMP = -1  # and for its end: asked by a replica, the leader's log end offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,31 +237,36 @@ class ReplicaFetcher:
             await self._handle_out_of_range(key, state)
 
     async def _handle_out_of_range(self, key: TopicPartition, state: PartitionFetchState) -> None:
-        """The leader has not the fetch offset (Kafka's handleOutOfRangeError): when the follower's
-        log ends below the leader's log start offset, the follower's log starts over there."""
+        """The leader has not the fetch offset (Kafka's handleOutOfRangeError and
+        fetchOffsetAndTruncate): when the leader's log ends below the follower's (a leader
+        elected uncleanly, seen by a log without leader epochs) the follower truncates to the
+        leader's end; when the follower's log ends below the leader's log start offset, its log
+        starts over there."""
         topic, index = key
-        request = {
-            "replica_id": self.broker_id, "isolation_level": 0,
-            "topics": [{"name": topic, "partitions": [{"partition_index": index, "current_leader_epoch": state.current_leader_epoch, "timestamp": EARLIEST_TIMESTAMP}]}],
-        }
         offset = state.fetch_offset
-        try:
-            answer = await self._connections.call(self.source_broker, ApiKey.LIST_OFFSETS, request, versions=(LIST_OFFSETS_VERSION, LIST_OFFSETS_VERSION))
-            (data,) = [p for t in answer.topics for p in t.partitions]
-        except (KcliError, OSError, ValueError) as e:
-            log.warning("[%s]: Could not fetch the log start offset of %s-%d from broker %d: %s", self.name, topic, index, self.source_broker, e)
-            self._delay([key])
+        leader_end = await self._leader_offset(key, state, LATEST_TIMESTAMP)
+        if leader_end is None or self._states.get(key) is not state or state.fetch_offset != offset:
             return
-        if self._states.get(key) is not state or state.fetch_offset != offset:
-            return
-        error = ErrorCode.for_code(int(data.error_code))
-        if error != ErrorCode.NONE:
-            self._partition_error(key, state, error)
-            return
-        leader_start = int(data.offset)
         partition = self.replica_manager.follower_partition(topic, index)
         if partition is None:
             self._states.pop(key, None)
+            return
+        if leader_end < partition.log.log_end_offset:
+            log.info(
+                "[%s]: Reset fetch offset for partition %s-%d from %d to current leader %d's latest offset %d",
+                self.name, topic, index, partition.log.log_end_offset, self.source_broker, leader_end,
+            )
+            try:
+                state.fetch_offset = partition.truncate_to(leader_end, functools.partial(self.replica_manager.log_manager.truncate_to, *key))
+            except KcliError as e:
+                log.error("[%s]: Could not truncate %s-%d to offset %d: %s; it is no longer fetched", self.name, topic, index, leader_end, e)
+                self._states.pop(key, None)
+                return
+            latest = partition.log.latest_epoch
+            state.last_fetched_epoch = -1 if latest is None else latest
+            return
+        leader_start = await self._leader_offset(key, state, EARLIEST_TIMESTAMP)
+        if leader_start is None or self._states.get(key) is not state or state.fetch_offset != offset:
             return
         if leader_start <= partition.log.log_end_offset:
             log.warning("[%s]: Fetch offset %d of %s-%d is out of range at the leader, whose log starts at %d", self.name, offset, topic, index, leader_start)
@@ -273,6 +279,31 @@ class ReplicaFetcher:
         self.replica_manager.log_manager.truncate_fully_and_start_at(topic, index, leader_start)
         state.fetch_offset = leader_start
         state.last_fetched_epoch = -1
+
+    async def _leader_offset(self, key: TopicPartition, state: PartitionFetchState, timestamp: int) -> int | None:
+        """The leader's offset for ``timestamp`` (ListOffsets as a replica: the latest is its log
+        end offset), or None after delaying the partition or handling its error."""
+        topic, index = key
+        request = {
+            "replica_id": self.broker_id, "isolation_level": 0,
+            "topics": [{"name": topic, "partitions": [{"partition_index": index, "current_leader_epoch": state.current_leader_epoch, "timestamp": timestamp}]}],
+        }
+        offset = state.fetch_offset
+        try:
+            answer = await self._connections.call(self.source_broker, ApiKey.LIST_OFFSETS, request, versions=(LIST_OFFSETS_VERSION, LIST_OFFSETS_VERSION))
+            (data,) = [p for t in answer.topics for p in t.partitions]
+        except (KcliError, OSError, ValueError) as e:
+            what = "start" if timestamp == EARLIEST_TIMESTAMP else "end"
+            log.warning("[%s]: Could not fetch the log %s offset of %s-%d from broker %d: %s", self.name, what, topic, index, self.source_broker, e)
+            self._delay([key])
+            return None
+        if self._states.get(key) is not state or state.fetch_offset != offset:
+            return None
+        error = ErrorCode.for_code(int(data.error_code))
+        if error != ErrorCode.NONE:
+            self._partition_error(key, state, error)
+            return None
+        return int(data.offset)
 
     async def _truncate_to_epoch_end_offsets(self, truncating: list[tuple[TopicPartition, PartitionFetchState]]) -> None:
         """Ask the leader where each partition's latest epoch ends and truncate there (Kafka's
@@ -322,8 +353,8 @@ class ReplicaFetcher:
         latest = partition.log.latest_epoch
         state.last_fetched_epoch = -1 if latest is None else latest
         if not state.truncating and (state.fetch_offset, state.last_fetched_epoch) == before:
-            # The leader still places the log elsewhere than it can go (below its high
-            # watermark): asked again at once, it would answer the same.
+            # The leader places the log where it already is: asked again at once, it would
+            # answer the same.
             self._delay([key])
         state.truncating = False
         if not completed:
