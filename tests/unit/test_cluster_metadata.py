@@ -224,16 +224,16 @@ def test_create_topic_writes_kafkas_znodes(cluster, store):
         assert len(state.replicas) == 2 and len(set(state.replicas)) == 2
         assert set(state.replicas) <= set(BROKERS)
         assert assignment.partitions[partition] == state.replicas
-        # The leader alone is in sync: a replica holding no data is never reported in sync
-        # while kcli does not replicate.
+        # Kafka's initializeLeaderAndIsrForPartitions: the live replicas (all of them here) in
+        # sync, their logs being empty.
         assert (state.leader, state.isr, state.leader_epoch, state.partition_epoch) == (
             state.replicas[0],
-            state.replicas[:1],
+            state.replicas,
             0,
             0,
         )
         written = zk.decode_leader_and_isr(store.get(zk.partition_state_path("orders", partition))[0])
-        assert written == zk.LeaderAndIsr(state.replicas[0], 0, state.replicas[:1], controller_epoch=1)
+        assert written == zk.LeaderAndIsr(state.replicas[0], 0, state.replicas, controller_epoch=1)
     assert store.get("/config/topics/orders")[0] == b'{"version":1,"config":{"cleanup.policy":"compact"}}'
     assert cluster.cache.topic("orders") == topic
     assert cluster.cache.topic_by_id(topic.topic_id) == topic
@@ -770,8 +770,8 @@ def test_controller_completes_a_topic_written_by_a_zookeeper_era_tool(cluster, s
     topic = cluster.cache.topic("legacy")
     assert topic.topic_id != ZERO_UUID
     assert zk.decode_topic_assignment(store.get("/brokers/topics/legacy")[0]).topic_id == topic.topic_id
-    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2,))
-    # Broker 9 is not live: partition 1 leads on the live replica.
+    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2, 1))
+    # Broker 9 is not live: partition 1 leads on the live replica, alone in sync.
     assert (topic.partitions[1].leader, topic.partitions[1].isr) == (0, (0,))
     assert store.exists(zk.partition_state_path("legacy", 1)) is not None
 

@@ -180,12 +180,17 @@ def test_controlled_shutdown_answers_remaining_only_partitions_of_more_than_one_
     create(tree, "orders", {0: [1, 0]})
     create(tree, "single", {0: [1]})
     channel.take()
+    controller.update_partition_state("orders", 0, leader=1, isr=(1,))
     # The broker keeps leading its one-replica partition, which is not listed as remaining (Kafka's
-    # partitionLeadersOnBroker); the partition of two replicas, with no other replica in sync,
-    # goes offline.
-    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    # partitionLeadersOnBroker); the partition of two replicas with no other replica in sync
+    # stays led by it too (Kafka's failed election) and is listed, so the broker tries again.
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == [("orders", 0)]
     assert tree.partition_state("single", 0)[0].leader == 1
-    assert tree.partition_state("orders", 0)[0].leader == -1
+    assert tree.partition_state("orders", 0)[0].leader == 1
+    # Its follower caught up meanwhile: the next try moves the leadership.
+    controller.update_partition_state("orders", 0, isr=(1, 0))
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
+    assert tree.partition_state("orders", 0)[0].leader == 0
     controller.resign()
 
 
@@ -340,6 +345,7 @@ def alter(controller, tree, broker_id, name, index, isr, *, leader_epoch=None, p
 def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker_by_update_metadata(tree):
     controller, channel = controller_of(tree)
     create(tree, "orders", {0: [1, 0]})
+    controller.update_partition_state("orders", 0, isr=(1,))  # the follower fell behind
     channel.take()
     _, version = tree.partition_state("orders", 0)
     result = alter(controller, tree, 1, "orders", 0, [1, 0])
@@ -371,7 +377,7 @@ def test_alter_partition_writes_the_leaders_new_isr_and_tells_every_broker_by_up
 def test_alter_partition_refusals(tree, case, error):
     controller, _ = controller_of(tree)
     create(tree, "orders", {0: [1, 0]})
-    controller.update_partition_state("orders", 0, bump_leader_epoch=True)
+    controller.update_partition_state("orders", 0, bump_leader_epoch=True, isr=(1,))
     state, version = tree.partition_state("orders", 0)
     if case == "older leader epoch":
         result = alter(controller, tree, 1, "orders", 0, [1, 0], leader_epoch=state.leader_epoch - 1)
@@ -432,6 +438,7 @@ def test_replicas_go_online_on_creation_offline_when_their_broker_dies_and_onlin
         ("orders", 0, 1): ReplicaState.ONLINE_REPLICA, ("orders", 0, 2): ReplicaState.ONLINE_REPLICA,
         ("orders", 1, 2): ReplicaState.ONLINE_REPLICA, ("orders", 1, 0): ReplicaState.ONLINE_REPLICA,
     }
+    controller.update_partition_state("orders", 1, isr=(2,))
     channel.take()
     tree.store.delete(zk.broker_id_path(2))  # broker 2 dies: it led partition 1, alone in its ISR
     assert states.state(("orders", 0, 2)) is ReplicaState.OFFLINE_REPLICA
@@ -636,8 +643,8 @@ def test_a_controlled_shutdown_never_elects_uncleanly(tree):
     controller, _ = controller_of(tree, unclean_leader_election_enable=lambda: True)
     create(tree, "orders", {0: [1, 2]})
     controller.update_partition_state("orders", 0, leader=1, isr=(1,))
-    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == []
-    assert tree.partition_state("orders", 0)[0].leader == -1  # kcli's difference: offline at once, not unclean
+    assert controller._controlled_shutdown(1, tree.store.exists(zk.broker_id_path(1)).czxid) == [("orders", 0)]
+    assert tree.partition_state("orders", 0)[0].leader == 1  # still led by it: never an unclean election
     controller.resign()
 
 

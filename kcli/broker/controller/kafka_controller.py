@@ -14,7 +14,7 @@ then on decides on that copy, keeping it current from its watches and its own wr
 
 * a new topic or partition (written by an admin request with its first state, or by a
   ZooKeeper-era tool without one) goes NewPartition -> OnlinePartition: the first live replica
-  leads, alone in the ISR until replication exists; a topic written without an id gets one;
+  leads, the live replicas in the ISR; a topic written without an id gets one;
 * when a broker fails (onBrokerFailure) the partitions it led elect another live replica of their
   ISR (OfflinePartitionLeaderElection), or, with the topic's ``unclean.leader.election.enable``
   (its override, else the brokers' default), the first live replica alone in the ISR, or go
@@ -34,7 +34,8 @@ every partition whose state it wrote, UpdateMetadata to every live broker; on be
 every partition's state to its replicas and the whole cluster to every broker; to a broker that
 starts, the partitions it holds and the whole cluster. A broker stopping cleanly asks first
 (ControlledShutdown, ``controlled_shutdown``): its partitions of more than one replica move to
-another live in-sync replica, or go offline; those of one replica stay led by it until it goes.
+another live in-sync replica, or, with none, stay led by it and are listed as remaining (the
+broker tries again); those of one replica stay led by it until it goes.
 """
 
 from __future__ import annotations
@@ -591,10 +592,12 @@ class KafkaController:
     def _decide(self, key: TopicPartition, reason: str, unclean: bool = False) -> zk.LeaderAndIsr | None:
         """The partition's next leader and ISR, or None to leave it as it is:
 
-        * no state yet (NewPartition -> OnlinePartition): the first live replica leads, alone in
-          the ISR until replication exists;
+        * no state yet (NewPartition -> OnlinePartition): the first live replica leads, the live
+          replicas in the ISR (Kafka's initializeLeaderAndIsrForPartitions: empty logs agree);
         * its leader is shutting down: the first live, in-sync replica that is not
           (ControlledShutdownPartitionLeaderElection), the brokers shutting down leaving the ISR;
+          with none, the partition stays led by it (Kafka's failed election: the broker lists it
+          as remaining and tries again, giving its followers time to join the ISR);
         * its leader is not live: the first live replica of its ISR, in assignment order
           (OfflinePartitionLeaderElection); with none and ``unclean`` (the topic's
           ``unclean.leader.election.enable``, for ``reason`` OFFLINE only), the first live
@@ -611,8 +614,8 @@ class KafkaController:
         eligible = context.eligible_brokers
         loaded = context.leadership.get(key)
         if loaded is None:
-            in_sync = [replica for replica in replicas if replica in eligible]
-            return zk.LeaderAndIsr(in_sync[0], 0, (in_sync[0],), context.epoch) if in_sync else None
+            live = tuple(replica for replica in replicas if replica in eligible)
+            return zk.LeaderAndIsr(live[0], 0, live, context.epoch) if live else None
         current, _ = loaded
         if reason == PREFERRED:
             election = leader_selectors.preferred_replica_partition_leader(replicas, current.isr, eligible)
@@ -620,6 +623,12 @@ class KafkaController:
                 return None
         elif current.leader in context.shutting_down and current.leader in context.live_brokers:
             election = leader_selectors.controlled_shutdown_partition_leader(replicas, current.isr, context.live_brokers.keys(), context.shutting_down)
+            if election is None:
+                name = f"{key[0]}-{key[1]}"
+                log.error("[Controller id=%d epoch=%d] Controller %d epoch %d failed to change state for partition %s from "
+                          "OnlinePartition to OnlinePartition: Failed to elect leader for partition %s under strategy %s",
+                          self.broker_id, context.epoch, self.broker_id, context.epoch, name, name, _STRATEGY_NAMES[CONTROLLED_SHUTDOWN])
+                return None
         elif current.leader in eligible:
             isr = tuple(r for r in current.isr if r in eligible or r == current.leader)
             if isr == current.isr:
@@ -845,13 +854,8 @@ class KafkaController:
         in-sync replica, and it leaves the ISRs of those it follows. A partition with one replica
         stays led by the broker until the broker really goes (then onBrokerFailure takes it
         offline). Returns the partitions of more than one replica it still leads (Kafka's
-        partitionLeadersOnBroker). Runs on the metadata thread.
-
-        One difference while followers do not replicate (so an ISR rarely holds more than its
-        leader): a partition of more than one replica with no other live replica in sync goes
-        offline at once, where Kafka's failed election leaves it led and listed as remaining,
-        which would make every such stop retry for ``controlled.shutdown.max.retries`` and end
-        unclean."""
+        partitionLeadersOnBroker): among them those with no other live replica in sync, whose
+        election failed. Runs on the metadata thread."""
         return await self.thread.call(lambda: self._run(lambda: self._controlled_shutdown(broker_id, broker_epoch)))
 
     def _controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
