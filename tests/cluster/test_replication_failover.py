@@ -98,7 +98,8 @@ class NumberedProducer:
 
 
 def leader_of(cluster: Cluster, topic: str) -> int:
-    return wait_until(lambda: (lambda leader: leader if leader >= 0 else None)(state(cluster, topic, 0).get("leader", -1)), timeout=60)
+    """Partition 0's leader, once it has one (the state itself is waited for: broker 0 is falsy)."""
+    return wait_until(lambda: (lambda s: s if s.get("leader", -1) >= 0 else None)(state(cluster, topic, 0)), timeout=60)["leader"]
 
 
 def moved_from(cluster: Cluster, topic: str, old: int) -> None:
