@@ -545,6 +545,29 @@ def decode_leader_and_isr(data: bytes) -> LeaderAndIsr:
     )
 
 
+# -- /isr_change_notification/isr_change_N -------------------------------------------------------
+
+
+def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> bytes:
+    """What a Kafka broker before AlterIsr (IBP < 2.7) writes when an ISR it leads changed (Kafka's
+    IsrChangeNotificationSequenceZNode)."""
+    return _dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition} for topic, partition in partitions]})
+
+
+def decode_isr_change_notification(data: bytes) -> list[tuple[str, int]]:
+    what = "an ISR change notification"
+    document = _object(data, what)
+    partitions = document.get("partitions")
+    if not isinstance(partitions, list):
+        raise _bad(data, what, "partitions is not a list")
+    found = []
+    for entry in partitions:
+        if not isinstance(entry, dict):
+            raise _bad(data, what, "a partition is not an object")
+        found.append((_str(entry.get("topic"), data, what, "topic"), _int(entry.get("partition"), data, what, "partition", ID)))
+    return found
+
+
 # -- /cluster/id ----------------------------------------------------------------------------------
 
 

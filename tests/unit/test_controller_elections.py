@@ -8,6 +8,7 @@ preferred and controlled-shutdown elections, and the ISR each leaves).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import types
 
@@ -675,4 +676,37 @@ def test_a_broker_tells_its_controller_when_the_default_turns_unclean_election_o
     dynamic[0] = {"unclean.leader.election.enable": "false"}  # this broker's own layer wins
     broker._on_broker_config_change()
     assert not broker._unclean_leader_election_default()
+    controller.resign()
+
+
+# -- /isr_change_notification (brokers before AlterIsr) -------------------------------------------
+
+
+def test_an_isr_change_notification_makes_the_controller_read_the_state_again_and_tell_every_broker(tree, caplog):
+    """Kafka 2.8's processIsrChangeNotification: a broker of an older inter-broker protocol writes
+    the ISR into the state znode itself and lists the partition under /isr_change_notification; a
+    notification that does not parse is deleted with an ERROR line, the others still handled."""
+    caplog.set_level("INFO", logger="kcli.broker.controller")
+    controller, channel = controller_of(tree)
+    create(tree, "orders", {0: [1, 0], 1: [0, 1]})
+    channel.take()
+    state, version = tree.partition_state("orders", 0)
+    tree.set_partition_state("orders", 0, dataclasses.replace(state, isr=(1,)), version)  # as the leader wrote it
+    tree.store.create(zk.isr_change_path(), b"not json", sequence=True)
+    tree.store.create(zk.isr_change_path(), zk.encode_isr_change_notification([("orders", 0), ("gone", 3)]), sequence=True)
+    updates = channel.take(UPDATE_METADATA)
+    assert sorted(b for b, *_ in updates) == [0, 1, 2]
+    assert partitions_of(updates[0][2])[("orders", 0)]["isr"] == [1]
+    assert ("orders", 1) not in partitions_of(updates[0][2])
+    assert controller.context.leadership[("orders", 0)][0].isr == (1,)
+    assert tree.store.get_children(zk.ISR_CHANGE_NOTIFICATION) == []
+    assert "Ignoring the ISR change notification /isr_change_notification/isr_change_" in caplog.text
+    assert "Ignoring the ISR change of gone-3" in caplog.text
+    controller.resign()
+
+
+def test_a_new_controller_deletes_the_isr_change_notifications_left(tree):
+    tree.store.create(zk.isr_change_path(), zk.encode_isr_change_notification([("orders", 0)]), sequence=True)
+    controller, _ = controller_of(tree)
+    assert tree.store.get_children(zk.ISR_CHANGE_NOTIFICATION) == []
     controller.resign()

@@ -10,7 +10,7 @@ time; the tree's watches only queue events.
 
 When elected it reads the whole cluster once, pipelined, into its ``ControllerContext``, and from
 then on decides on that copy, keeping it current from its watches and its own writes. It follows
-``/brokers/ids``, ``/brokers/topics`` and ``/admin/delete_topics``:
+``/brokers/ids``, ``/brokers/topics``, ``/admin/delete_topics`` and ``/isr_change_notification``:
 
 * a new topic or partition (written by an admin request with its first state, or by a
   ZooKeeper-era tool without one) goes NewPartition -> OnlinePartition: the first live replica
@@ -26,7 +26,10 @@ then on decides on that copy, keeping it current from its watches and its own wr
 * a topic marked under ``/admin/delete_topics/T`` is deleted (``TopicDeletionManager``); with
   ``delete.topic.enable=false`` the mark is removed and nothing is deleted;
 * a topic znode removed any other way (by hand) is forgotten: no broker is told to delete its
-  replicas, whose logs stay.
+  replicas, whose logs stay;
+* an ISR change notification (``/isr_change_notification/isr_change_N``, written by a broker that
+  changes ISRs itself, before AlterIsr) has its partitions' states read again and sent to every
+  broker, then is deleted (IsrChangeNotification).
 
 With a channel (cluster mode, ``channel_manager``) the controller tells brokers what it decided,
 batched per event (``request_batch``), as Kafka's controller does: LeaderAndIsr to the replicas of
@@ -175,6 +178,10 @@ class KafkaController:
         self._unwatch.append(store.watch(zk.TOPICS, self._on_tree_change))
         self._unwatch.append(store.watch(zk.DELETE_TOPICS, self._on_tree_change))
         self._unwatch.append(store.watch(zk.BROKER_IDS, self._on_tree_change))
+        self._unwatch.append(store.watch(zk.ISR_CHANGE_NOTIFICATION, self._on_tree_change))
+        # Kafka's onControllerFailover deletes the ISR change notifications left: the states they
+        # point at are read in full below.
+        self._delete_isr_change_notifications(self._isr_change_notifications())
         context.live_brokers = self._read_live_brokers()
         for live in context.live_brokers.values():
             self._add_channel(live)
@@ -278,11 +285,13 @@ class KafkaController:
         changed: set[str] = set()
         deleted: set[str] = set()
         marked: set[str] = set()
-        brokers_changed = False
+        brokers_changed = isr_changed = False
         for event in events:
             parts = event.path.split("/")
             if event.path.startswith(zk.BROKER_IDS + "/"):
                 brokers_changed = True
+            elif event.path.startswith(zk.ISR_CHANGE_NOTIFICATION + "/") and event.kind is ChangeKind.CREATED:
+                isr_changed = True
             elif event.path.startswith(zk.TOPICS + "/") and len(parts) == 4:
                 (deleted if event.kind is ChangeKind.DELETED else changed).add(parts[3])
             elif event.path.startswith(zk.DELETE_TOPICS + "/") and len(parts) == 4 and event.kind is ChangeKind.CREATED:
@@ -294,8 +303,64 @@ class KafkaController:
                 self._topic_znode_removed(name)
         if changed:
             self._on_topics_changed(changed)
+        if isr_changed:
+            self._on_isr_change_notification()
         self._handle_marked(sorted(marked))
         self._send_batch()
+
+    # -- ISR changes from brokers before AlterIsr -----------------------------------------------------
+
+    def _isr_change_notifications(self) -> list[str]:
+        try:
+            names = self.zk_client.store.get_children(zk.ISR_CHANGE_NOTIFICATION)
+        except NoNodeError:
+            return []
+        return [f"{zk.ISR_CHANGE_NOTIFICATION}/{name}" for name in sorted(names) if name.startswith(zk.ISR_CHANGE_PREFIX)]
+
+    def _delete_isr_change_notifications(self, paths: list[str]) -> None:
+        for path in paths:
+            try:
+                self.multi([DeleteOp(path)])
+            except NoNodeError:
+                pass
+
+    def _on_isr_change_notification(self) -> None:
+        """Kafka 2.8's processIsrChangeNotification: a broker that changes ISRs in the state
+        znodes itself (inter.broker.protocol.version before 2.7, no AlterIsr) lists the partitions
+        under ``/isr_change_notification``; the controller reads their states again, tells every
+        live broker (UpdateMetadata) and deletes the notifications. One that does not parse, or
+        names a partition the cluster does not have, is deleted with an ERROR line: it stalls
+        nothing."""
+        paths = self._isr_change_notifications()
+        if not paths:
+            return
+        context = self.context
+        partitions: set[TopicPartition] = set()
+        for path, answer in self.zk_client.store.get_many(paths).items():
+            if answer is None:
+                continue
+            try:
+                partitions.update(zk.decode_isr_change_notification(answer[0]))
+            except zk.ZNodeFormatError as e:
+                log.error("[Controller id=%d] Ignoring the ISR change notification %s: %s", self.broker_id, path, e)
+        refreshed = []
+        for key in sorted(partitions):
+            if key not in context.leadership:
+                log.error("[Controller id=%d] Ignoring the ISR change of %s-%d: the partition has no state here", self.broker_id, *key)
+                continue
+            try:
+                loaded = self.zk_client.partition_state(*key)
+            except zk.ZNodeFormatError as e:
+                log.error("[Controller id=%d] Cannot read the state of %s-%d after its ISR change: %s", self.broker_id, *key, e)
+                continue
+            if loaded is not None:
+                context.leadership[key] = loaded
+                refreshed.append(key)
+        if refreshed:
+            log.info("[Controller id=%d] ISR changes notified for %s", self.broker_id, ", ".join(f"{t}-{p}" for t, p in refreshed))
+            if self.channel is not None:
+                self._batch.add_update_metadata(context.live_brokers, context.elected_partition_states(refreshed))
+        self._delete_isr_change_notifications(paths)
 
     def _topic_znode_removed(self, name: str) -> None:
         """The topic's znode went without the topic-deletion procedure (by hand, or by a deletion
@@ -937,7 +1002,11 @@ class KafkaController:
 def _event_name(events: Iterable[ChangeEvent]) -> str:
     """Kafka's names for the controller events a set of tree changes makes."""
     names = []
-    for prefix, name in ((zk.BROKER_IDS, "BrokerChange"), (zk.TOPICS, "TopicChange"), (zk.DELETE_TOPICS, "TopicDeletion")):
+    kinds = (
+        (zk.BROKER_IDS, "BrokerChange"), (zk.TOPICS, "TopicChange"), (zk.DELETE_TOPICS, "TopicDeletion"),
+        (zk.ISR_CHANGE_NOTIFICATION, "IsrChangeNotification"),
+    )
+    for prefix, name in kinds:
         if any(event.path.startswith(prefix + "/") for event in events):
             names.append(name)
     return "+".join(names) or "TreeChange"
