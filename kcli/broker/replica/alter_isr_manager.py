@@ -140,6 +140,6 @@ class AlterIsrManager:
                 elif error in _FINAL_ERRORS:
                     partition.isr_change_refused(proposal, error)
                 elif partition.pending_isr is proposal:
-                    log.warning("[AlterIsrManager broker=%d] ISR change of %s-%d answered %s; retrying", self.broker_id, key[0], key[1], error.name)
+                    partition.isr_change_retried(proposal, error)
                     retry[key] = (partition, proposal)
         return retry
