@@ -348,3 +348,21 @@ def test_isr_changes_are_logged_in_kafka_2_8s_words(partition, clock, caplog):
                   "after transition to PendingExpandIsr(isr=Set(0), newInSyncReplicaId=2)"),
         ("DEBUG", ident + "Failed to update ISR to PendingExpandIsr(isr=Set(0), newInSyncReplicaId=2) due to invalid version. Giving up."),
     ]
+
+
+def test_the_log_end_offset_lag_describe_log_dirs_reports(partition, tmp_path):
+    """Kafka's ReplicaManager.getLogEndOffsetLag: high watermark minus log end offset, never below
+    0, for a leader and for a follower, however far behind its leader (a follower's high watermark
+    is the leader's clamped to its own log end offset); -1 for a partition not hosted."""
+    from kcli.broker.handlers.describe_log_dirs import INVALID_OFFSET_LAG, log_end_offset_lag
+
+    assert log_end_offset_lag(None, 12) == INVALID_OFFSET_LAG == -1
+    assert log_end_offset_lag(5, 9) == 0 and log_end_offset_lag(9, 9) == 0 and log_end_offset_lag(9, 5) == 4
+    partition.make_follower(_state(leader=1, leader_epoch=3))
+    partition.append_records_to_follower(_batch(3))  # offsets 0-2, copied from the leader
+    partition.update_follower_high_watermark(10)  # the leader's: 7 records ahead
+    assert (partition.high_watermark, partition.log.log_end_offset) == (3, 3)
+    assert log_end_offset_lag(partition.high_watermark, partition.log.log_end_offset) == 0
+    partition.make_leader(_state(leader=0, leader_epoch=4, isr=(0,)))
+    partition.append_records_to_leader(_batch(2), AppendOrigin.CLIENT, 1)
+    assert log_end_offset_lag(partition.high_watermark, partition.log.log_end_offset) == 0
