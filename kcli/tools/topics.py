@@ -45,6 +45,15 @@ from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPORT_FILTERS = ("under-replicated-partitions", "under-min-isr-partitions", "at-min-isr-partitions", "unavailable-partitions")
+# Kafka 2.8's checkArgs for each report filter with --zookeeper: the options it cannot be used
+# with, in the order Scala 2.13's immutable HashSet of them iterates (by the improved hash of each
+# OptionSpec, a hash of its name), which decides the option named when several conflict.
+ZK_REPORT_CONFLICTS = {
+    "under-replicated-partitions": ("create", "unavailable-partitions", "delete", "list", "at-min-isr-partitions", "alter", "topics-with-overrides", "under-min-isr-partitions"),
+    "under-min-isr-partitions": ("topics-with-overrides", "zookeeper", "create", "under-replicated-partitions", "unavailable-partitions", "delete", "list", "at-min-isr-partitions", "alter"),
+    "at-min-isr-partitions": ("zookeeper", "create", "under-replicated-partitions", "unavailable-partitions", "delete", "list", "alter", "topics-with-overrides", "under-min-isr-partitions"),
+    "unavailable-partitions": ("create", "under-replicated-partitions", "delete", "list", "at-min-isr-partitions", "alter", "topics-with-overrides", "under-min-isr-partitions"),
+}
 ALTER_CONFIG_HINT = " (the kafka-configs CLI supports altering topic configs with a --bootstrap-server option)"
 COLLISION_WARNING = (
     "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could collide. "
@@ -210,8 +219,14 @@ def _check_args(given: dict[str, bool]) -> None:
     if action == "create":
         refuse("replica-assignment", ACTIONS, ("partitions", "replication-factor"))
     for report in REPORT_FILTERS:
-        # Kafka 2.8 computes the min-ISR reports from configs its --zookeeper path does not read.
-        refuse(report, ("describe",), ("topics-with-overrides",) + (("zookeeper",) if "min-isr" in report else ()))
+        if zookeeper and given[report]:
+            # Kafka 2.8: one report filter at a time, and the min-ISR ones not with --zookeeper
+            # (its ZooKeeper path reads no configs); the first conflict named in its order.
+            for other in ZK_REPORT_CONFLICTS[report]:
+                if given[other]:
+                    raise UsageError(f'Option "{option(report)}" can\'t be used with option "{option(other)}"')
+        # Kafka 3.9: the report filters combine (a partition shows when any of them matches).
+        refuse(report, ("describe",), ("topics-with-overrides",))
     refuse("topics-with-overrides", ("describe",), REPORT_FILTERS)
     refuse("if-exists", ("alter", "delete", "describe"))
     refuse("if-not-exists", ("create",))
