@@ -100,6 +100,9 @@ def test_create_then_describe_in_kafka_28_form(kcli, brokers):
         assert sorted(replicas) == [0, 1, 2] and all(sorted(r) == [0, 1] for r in replicas.values())
         # AdminUtils' round robin: the first replicas of consecutive partitions alternate.
         assert replicas[0][0] != replicas[1][0] and replicas[1][0] != replicas[2][0]
+        # The followers join the ISRs a fetch after the leaders are elected: the states read once
+        # they have, so that what the tool prints next is what was read.
+        wait_until(lambda: all(len(znode(zk, f"/brokers/topics/{topic}/partitions/{p}/state")["isr"]) == 2 for p in range(3)))
         states = {p: znode(zk, f"/brokers/topics/{topic}/partitions/{p}/state") for p in range(3)}
     finally:
         zk.stop()
