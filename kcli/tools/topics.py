@@ -15,7 +15,11 @@ T\\tPartition: P\\tLeader: L\\tReplicas: a,b\\tIsr: a,b\\tElr: N/A\\tLastKnownEl
 the HashMap order Kafka's admin client returns them in. Partition data comes from Metadata (no
 DescribeTopicPartitions), so ELR prints ``N/A`` as Kafka's tool does against a ZooKeeper-mode
 broker. A broker without DescribeConfigs (librdkafka's mock) describes with empty ``Configs:``
-and ``min.insync.replicas`` taken as 1.
+and ``min.insync.replicas`` taken as 1. The report filters print, without summary lines, the
+partitions any of them given matches (Kafka 3.9's DescribeOptions): ``--under-replicated-partitions``
+an ISR smaller than the replicas, ``--unavailable-partitions`` no leader or one not among the
+brokers DescribeCluster names, ``--under-min-isr-partitions`` no leader or an ISR below
+``min.insync.replicas``, ``--at-min-isr-partitions`` an ISR of exactly ``min.insync.replicas``.
 
 ``--zookeeper HOST:PORT[/chroot]`` runs Kafka 2.8's ZooKeeper path instead (its checks, lines and
 messages: ``kcli.tools.topics_zookeeper``). ``--force`` and ``--disable-rack-aware`` (2.x) are
@@ -26,7 +30,8 @@ accepted and ignored with ``--bootstrap-server``, as Kafka's admin-client path i
 - list: ``{"topic": str, "topic_id": str | null, "internal": bool, "partitions": int}``
 - describe: ``{"topic": str, "topic_id": str | null, "internal": bool, "partition_count": int,
   "replication_factor": int, "configs": {name: value} | null, "partitions": [{"partition": int,
-  "leader": int | null, "replicas": [int], "isr": [int], "offline": [int]}]}``; ``configs``
+  "leader": int | null, "replicas": [int], "isr": [int], "offline": [int]}]}`` (``offline``: the
+  replicas Metadata names offline, those on brokers not alive); ``configs``
   holds the same non-default configs as ``Configs:`` (null when the broker cannot describe
   configs). With a partition filter only topics with matching partitions appear, holding only
   those; with ``--topics-with-overrides`` only topics with overrides, with all their partitions.
