@@ -8,9 +8,9 @@ or a leader that is not a registered broker (Kafka's ``--unavailable-partitions`
 under-replicated partitions: those whose ISR (in the state znode) is smaller than their
 assignment (Kafka's ``--under-replicated-partitions``; an offline partition of more than one
 replica is one too, its ISR keeping its last member; a partition without a state znode counts
-with an empty ISR). Partitions are sorted by topic, then partition. The session
-and connection timeouts are those of Kafka's ZooKeeper-mode tools (30 s). A chroot that does not
-exist holds no cluster: one line, exit 1.
+with an empty ISR). Partitions are sorted by topic, then partition. The session and connection
+timeouts are those of Kafka's ZooKeeper-mode tools (30 s). A chroot that does not exist holds no
+cluster: one line, exit 1.
 
 Plain output::
 
@@ -20,14 +20,14 @@ Plain output::
     OfflinePartitions: 1
     \tTopic: T\tPartition: 0\tLeader: none\tReplicas: 1\tIsr: 1
     UnderReplicatedPartitions: 1
-    \tTopic: U\tPartition: 0\tLeader: 0\tReplicas: 0,1,2\tIsr: 0,2
+    \tTopic: U\tPartition: 0\tLeader: 0\tReplicas: 0,1\tIsr: 0
 
 ``Controller: none`` when no broker holds the role. ``--output json`` writes one object:
 ``{"brokers": [{"id": int, "endpoints": [str], "rack": str | null}], "controller": int | null,
 "controller_epoch": int | null, "offline_partitions": [{"topic": str, "partition": int, "leader":
 int, "replicas": [int], "isr": [int]}], "under_replicated_partitions": [the same]}`` (``leader``
--1 for none). A znode that cannot be parsed is named on stderr and
-left out; the command then exits 1.
+-1 for none). A znode that cannot be parsed is named on stderr and left out; the command then
+exits 1.
 """
 
 from __future__ import annotations
