@@ -366,3 +366,17 @@ def test_the_log_end_offset_lag_describe_log_dirs_reports(partition, tmp_path):
     partition.make_leader(_state(leader=0, leader_epoch=4, isr=(0,)))
     partition.append_records_to_leader(_batch(2), AppendOrigin.CLIENT, 1)
     assert log_end_offset_lag(partition.high_watermark, partition.log.log_end_offset) == 0
+
+
+def test_an_expansion_refused_as_ineligible_is_proposed_again_at_the_next_fetch(partition, clock):
+    """INELIGIBLE_REPLICA (the controller does not count the follower alive yet, as after its
+    session expired while it was frozen) changes no state, so no LeaderAndIsr will follow: the
+    leader keeps its committed ISR and proposes again, rather than waiting forever."""
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0,)))
+    proposals = _recording(partition)
+    partition.update_follower_fetch_state(1, 0, 0, clock[0], 0)
+    (expand,) = proposals
+    partition.isr_change_refused(expand, ErrorCode.INELIGIBLE_REPLICA)
+    assert partition.pending_isr is None and partition.isr == (0,)
+    partition.update_follower_fetch_state(2, 0, 0, clock[0], 0)
+    assert [p.isr for p in proposals] == [(0, 1), (0, 2)]

@@ -337,13 +337,28 @@ class Partition:
     def isr_change_refused(self, proposal: PendingIsrChange, error: ErrorCode) -> None:
         """The controller refused an ISR change for good (a stale partition or leader epoch, an
         unknown partition): it stays pending, proposing nothing more, until the controller's next
-        LeaderAndIsr replaces the state (Kafka 2.8)."""
+        LeaderAndIsr replaces the state (Kafka 2.8). INELIGIBLE_REPLICA (the proposed ISR names a
+        replica the controller does not count alive) drops the proposal instead, so that the
+        next fetch proposes again."""
         if self.pending_isr is not proposal:
+            return
+        if error == ErrorCode.INELIGIBLE_REPLICA:
+            # The controller says the request was not applied at the partition epoch it has (a
+            # replica it does not count alive, such as a follower back from a session that
+            # expired): the committed state is kept and the next fetch may propose again (Kafka
+            # 3.x's handleAlterPartitionError). Waiting for a LeaderAndIsr instead would wait
+            # forever, nothing having changed that the controller would send.
+            self.pending_isr = None
+            logger.debug(
+                "[Partition %s-%d broker=%d] Failed to alter partition to %s since the controller rejected the request with %s. "
+                "Partition state has been reset to the latest committed state CommittedPartitionState(isr=%s, leaderRecoveryState=RECOVERED).",
+                self.topic, self.index, self.local_broker_id, self.describe_pending(proposal), error.name, _scala_seq("Set", self.isr),
+            )
             return
         reason = _GIVING_UP.get(error)
         if reason is None:
             # Kafka 2.8 retries every other error; kcli gives up on the later ones (INVALID_REQUEST,
-            # INELIGIBLE_REPLICA, UNKNOWN_TOPIC_ID) as Kafka's KRaft-era AlterPartitionManager does.
+            # UNKNOWN_TOPIC_ID) as Kafka's KRaft-era AlterPartitionManager does.
             reason = f"due to {error.name}"
         logger.debug("[Partition %s-%d broker=%d] Failed to update ISR to %s %s. Giving up.", self.topic, self.index, self.local_broker_id, self.describe_pending(proposal), reason)
 
