@@ -2,13 +2,14 @@
 (``--bootstrap-server``: Kafka 3.9's TopicCommand; ``--zookeeper``: Kafka 2.8's), ``kcli cluster
 status``, ``kcli log-dirs --describe`` (offsetLag) and the leader's ISR log lines, each checked
 against the partition state znodes of a replicated three-broker cluster while followers are
-frozen, while a leader is dead, and once all is healthy again.
+frozen, while a partition's only replica is down, and once all is healthy again.
 
 The brokers check their ISRs every second (``replica.lag.time.max.ms`` = 2000) and keep their
-ZooKeeper sessions for 12 s, so a follower frozen with SIGSTOP leaves an ISR because its leader
-says so, and a broker killed goes offline once its session ends. The frozen followers are never
-the controller (it must answer the leader's AlterPartition), and every tool is pointed at the
-controller, which is never frozen or killed."""
+ZooKeeper sessions for 30 s, longer than test_replication's 12 s: followers stay frozen with
+SIGSTOP while a leader shrinks the ISR and the tools run (side by side, several seconds on a
+loaded machine), and a session that expired meanwhile would make the controller, not the leader,
+take them out. The frozen followers are never the controller (it must answer the leader's
+AlterPartition), and every tool is pointed at the controller, which is never frozen or stopped."""
 
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ import re
 import subprocess
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.cluster.conftest import Cluster, wait_until, zk_session
-from tests.cluster.test_replication import controller, full_isr, new_topic, produce, state, stopped
+from tests.cluster.test_replication import controller, new_topic, produce, state, stopped
 
 LAG_MS = 2000
-SESSION_MS = 12000
-ELR = "\tElr: N/A\tLastKnownElr: N/A"  # Kafka 3.9's tool against a ZooKeeper-mode broker
+SESSION_MS = 30000
+ELR = "\tElr: N/A\tLastKnownElr: N/A"
+WAIT_S = 60  # Kafka 3.9's tool against a ZooKeeper-mode broker
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +40,31 @@ def cluster(zookeeper_server, tmp_path_factory):
         yield made
     finally:
         made.stop()
+
+
+@pytest.fixture(autouse=True)
+def broker_logs_on_failure(cluster, request):
+    """The brokers' own account of a failure, shown with the test's report."""
+    yield
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        for broker_id, process in cluster.brokers.items():
+            tail = "\n".join(process.log_lines[-60:])
+            sys.stderr.write(f"--- broker {broker_id}'s last log lines ---\n{tail}\n")
+
+
+def settled(predicate):
+    """``wait_until`` with room for a loaded machine (each try runs a tool); healthy, it returns
+    at the first try or soon after."""
+    return wait_until(predicate, timeout=WAIT_S)
+
+
+def at_once(**calls):
+    """Each call's result, the calls run side by side: the time followers stay frozen is the
+    slowest tool's, not the sum (a session that expired would change what is checked)."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        futures = {name: pool.submit(call) for name, call in calls.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def kcli(*args: str) -> subprocess.CompletedProcess:
@@ -100,6 +128,10 @@ def offset_lags(bootstrap: str, brokers: list[int], topic: str) -> dict[int, lis
     }
 
 
+def settled_full_isr(cluster: Cluster, topic: str) -> dict:
+    return settled(lambda: (lambda s: s if sorted(s.get("isr", [])) == [0, 1, 2] else None)(state(cluster, topic)))
+
+
 def test_frozen_followers_are_reported_by_every_tool_as_the_znodes_say_then_healthy_again(cluster):
     leader = controller(cluster)
     first, second = sorted({0, 1, 2} - {leader})
@@ -107,17 +139,22 @@ def test_frozen_followers_are_reported_by_every_tool_as_the_znodes_say_then_heal
     steady = new_topic(cluster, "steady", assignment=[leader])  # one replica, min.insync.replicas 1: always at the minimum
     both = f"{topic}|{steady}"
     at_leader = cluster.brokers[leader].bootstrap  # no tool waits on a frozen broker
-    full_isr(cluster, topic)
-    steady_line = partition_line(cluster, steady, wait_until(lambda: (lambda s: s if s.get("leader") == leader else None)(state(cluster, steady))))
+    settled_full_isr(cluster, topic)
+    steady_line = partition_line(cluster, steady, settled(lambda: (lambda s: s if s.get("leader") == leader else None)(state(cluster, steady))))
     assert produce(at_leader, topic, [b"all-%d" % i for i in range(20)]) == ["ok"] * 20
 
+    def reports(*filters: str):
+        return lambda: describe(at_leader, both, *filters)
+
     def healthy() -> None:
-        wait_until(lambda: describe(at_leader, both, "--under-replicated-partitions") == [], timeout=30)
-        assert describe(at_leader, both, "--at-min-isr-partitions") == [steady_line + ELR]
-        assert describe(at_leader, both, "--under-min-isr-partitions") == []
-        assert describe(at_leader, both, "--unavailable-partitions") == []
-        assert describe_zk(cluster, both, "--under-replicated-partitions") == []
-        sections, document = status(cluster, topic, steady)
+        settled(lambda: describe(at_leader, both, "--under-replicated-partitions") == [])
+        seen = at_once(
+            at_min=reports("--at-min-isr-partitions"), under_min=reports("--under-min-isr-partitions"),
+            unavailable=reports("--unavailable-partitions"), zk=lambda: describe_zk(cluster, both, "--under-replicated-partitions"),
+            status=lambda: status(cluster, topic, steady),
+        )
+        assert (seen["at_min"], seen["under_min"], seen["unavailable"], seen["zk"]) == ([steady_line + ELR], [], [], [])
+        sections, document = seen["status"]
         assert (sections["OfflinePartitions"], sections["UnderReplicatedPartitions"]) == ([], [])
         assert (document["offline_partitions"], document["under_replicated_partitions"]) == ([], [])
 
@@ -125,44 +162,52 @@ def test_frozen_followers_are_reported_by_every_tool_as_the_znodes_say_then_heal
     with stopped(cluster, first):
         # acks=all waits until the leader has taken the frozen follower out of the ISR.
         assert produce(at_leader, topic, [b"one-frozen-%d" % i for i in range(20)]) == ["ok"] * 20
-        shrunk = wait_until(lambda: (lambda s: s if sorted(s["isr"]) == sorted([leader, second]) else None)(state(cluster, topic)))
+        shrunk = settled(lambda: (lambda s: s if sorted(s["isr"]) == sorted([leader, second]) else None)(state(cluster, topic)))
         line = partition_line(cluster, topic, shrunk)
-        # Under-replicated (ISR 2 of 3) and at min.insync.replicas (2): Kafka 3.9 prints a partition
-        # when any filter given matches, once, and no summary line.
-        wait_until(lambda: describe(at_leader, both, "--under-replicated-partitions") == [line + ELR], timeout=30)
-        assert describe(at_leader, both, "--at-min-isr-partitions") == sorted([line + ELR, steady_line + ELR])
-        assert describe(at_leader, both, "--under-replicated-partitions", "--at-min-isr-partitions") == sorted([line + ELR, steady_line + ELR])
-        assert describe(at_leader, both, "--under-min-isr-partitions") == []
-        assert describe(at_leader, both, "--unavailable-partitions") == []
-        assert describe_zk(cluster, both, "--under-replicated-partitions") == [line]
-        assert describe_zk(cluster, both, "--unavailable-partitions") == []
-        sections, document = status(cluster, topic, steady)
-        assert (sections["OfflinePartitions"], sections["UnderReplicatedPartitions"]) == ([], [line])
-        assert document["under_replicated_partitions"] == [status_entry(cluster, topic, shrunk)]
-        # Kafka's getLogEndOffsetLag: 0 at the leader and at the follower (its high watermark never
-        # passes its own log end); kcli answered -1 at a follower.
-        assert offset_lags(at_leader, [leader, second], topic) == {leader: [(f"{topic}-0", 0)], second: [(f"{topic}-0", 0)]}
-        shrink = re.escape(f"[Partition {topic}-0 broker={leader}] Shrinking ISR from ") + r"[\d,]+" + re.escape(
-            f" to {','.join(map(str, shrunk['isr']))}. Leader: (highWatermark: "
-        ) + r"\d+, endOffset: \d+\)\. Out of sync replicas: " + re.escape(f"(brokerId: {first}, endOffset: ") + r"\d+\)\."
-        assert cluster.brokers[leader].wait_for(shrink)
+        settled(lambda: describe(at_leader, both, "--under-replicated-partitions") == [line + ELR])
+        seen = at_once(
+            at_min=reports("--at-min-isr-partitions"), under_or_at=reports("--under-replicated-partitions", "--at-min-isr-partitions"),
+            under_min=reports("--under-min-isr-partitions"), unavailable=reports("--unavailable-partitions"),
+            zk_under=lambda: describe_zk(cluster, both, "--under-replicated-partitions"),
+            zk_unavailable=lambda: describe_zk(cluster, both, "--unavailable-partitions"),
+            status=lambda: status(cluster, topic, steady), lags=lambda: offset_lags(at_leader, [leader, second], topic),
+        )
+    # Under-replicated (ISR 2 of 3) and at min.insync.replicas (2): Kafka 3.9 prints a partition
+    # when any filter given matches, once, and no summary line.
+    assert seen["at_min"] == seen["under_or_at"] == sorted([line + ELR, steady_line + ELR])
+    assert (seen["under_min"], seen["unavailable"]) == ([], [])
+    assert (seen["zk_under"], seen["zk_unavailable"]) == ([line], [])
+    sections, document = seen["status"]
+    assert (sections["OfflinePartitions"], sections["UnderReplicatedPartitions"]) == ([], [line])
+    assert document["under_replicated_partitions"] == [status_entry(cluster, topic, shrunk)]
+    # Kafka's getLogEndOffsetLag: 0 at the leader and at the follower (its high watermark never
+    # passes its own log end); kcli answered -1 at a follower.
+    assert seen["lags"] == {leader: [(f"{topic}-0", 0)], second: [(f"{topic}-0", 0)]}
+    shrink = re.escape(f"[Partition {topic}-0 broker={leader}] Shrinking ISR from ") + r"[\d,]+" + re.escape(
+        f" to {','.join(map(str, shrunk['isr']))}. Leader: (highWatermark: "
+    ) + r"\d+, endOffset: \d+\)\. Out of sync replicas: " + re.escape(f"(brokerId: {first}, endOffset: ") + r"\d+\)\."
+    assert cluster.brokers[leader].wait_for(shrink)
 
-        with stopped(cluster, second):
-            # A record the followers lack: the leader alone is left in the ISR, below the minimum.
-            assert produce(at_leader, topic, [b"unreplicated"], acks="1") == ["ok"]
-            alone = wait_until(lambda: (lambda s: s if s["isr"] == [leader] else None)(state(cluster, topic)))
-            line = partition_line(cluster, topic, alone)
-            wait_until(lambda: describe(at_leader, both, "--under-min-isr-partitions") == [line + ELR], timeout=30)
-            assert describe(at_leader, both, "--under-replicated-partitions") == [line + ELR]
-            assert describe(at_leader, both, "--at-min-isr-partitions") == [steady_line + ELR]
-            assert describe(at_leader, both, "--under-min-isr-partitions", "--at-min-isr-partitions") == sorted([line + ELR, steady_line + ELR])
-            assert describe(at_leader, both, "--unavailable-partitions") == []
-            assert describe_zk(cluster, both, "--under-replicated-partitions") == [line]
-            sections, document = status(cluster, topic, steady)
-            assert sections["UnderReplicatedPartitions"] == [line]
-            assert document["under_replicated_partitions"] == [status_entry(cluster, topic, alone)]
+    settled_full_isr(cluster, topic)
+    with stopped(cluster, first, second):
+        # A record the followers lack: the leader alone is left in the ISR, below the minimum.
+        assert produce(at_leader, topic, [b"unreplicated"], acks="1") == ["ok"]
+        alone = settled(lambda: (lambda s: s if s["isr"] == [leader] else None)(state(cluster, topic)))
+        line = partition_line(cluster, topic, alone)
+        settled(lambda: describe(at_leader, both, "--under-min-isr-partitions") == [line + ELR])
+        seen = at_once(
+            under=reports("--under-replicated-partitions"), at_min=reports("--at-min-isr-partitions"),
+            under_or_at=reports("--under-min-isr-partitions", "--at-min-isr-partitions"), unavailable=reports("--unavailable-partitions"),
+            zk_under=lambda: describe_zk(cluster, both, "--under-replicated-partitions"), status=lambda: status(cluster, topic, steady),
+        )
+    assert (seen["under"], seen["at_min"], seen["unavailable"]) == ([line + ELR], [steady_line + ELR], [])
+    assert seen["under_or_at"] == sorted([line + ELR, steady_line + ELR])
+    assert seen["zk_under"] == [line]
+    sections, document = seen["status"]
+    assert sections["UnderReplicatedPartitions"] == [line]
+    assert document["under_replicated_partitions"] == [status_entry(cluster, topic, alone)]
 
-    whole = full_isr(cluster, topic)
+    whole = settled_full_isr(cluster, topic)
     healthy()
     full = partition_line(cluster, topic, whole) + ELR
     assert [l for l in describe(at_leader, topic) if l.startswith("\t")] == [full]
@@ -174,9 +219,9 @@ def test_frozen_followers_are_reported_by_every_tool_as_the_znodes_say_then_heal
     assert not any("Expanding ISR" in l for l in cluster.brokers[leader].log_lines)  # Kafka 2.6's line, not 2.8's
 
 
-def test_a_partition_whose_leader_is_dead_shows_no_leader_and_its_last_isr(cluster):
-    """A partition's only replica killed: once its session ends the controller writes leader -1,
-    the ISR keeping its last member. Kafka's filters: unavailable and under min ISR (no leader),
+def test_a_partition_whose_only_replica_is_down_shows_no_leader_and_its_last_isr(cluster):
+    """A partition's only replica stopped: once its registration is gone the controller writes
+    leader -1, the ISR keeping its last member. Kafka's filters: unavailable and under min ISR (no leader),
     at min ISR (ISR 1 == 1, leader or not), not under-replicated (ISR 1 of 1). A replicated
     partition the dead broker followed is under-replicated and names it offline."""
     alive = controller(cluster)
@@ -186,18 +231,18 @@ def test_a_partition_whose_leader_is_dead_shows_no_leader_and_its_last_isr(clust
     spread = new_topic(cluster, "spread", assignment=[alive, other, victim], **{"min.insync.replicas": "2"})
     both = f"{lonely}|{spread}"
     at = cluster.brokers[alive].bootstrap
-    full_isr(cluster, spread)
-    wait_until(lambda: state(cluster, lonely).get("leader") == victim)
-    wait_until(lambda: describe(at, both, "--unavailable-partitions") == [], timeout=30)
+    settled_full_isr(cluster, spread)
+    settled(lambda: state(cluster, lonely).get("leader") == victim)
+    settled(lambda: describe(at, both, "--unavailable-partitions") == [])
 
-    cluster.brokers[victim].kill()
+    assert cluster.brokers[victim].stop() == 0  # its session closed at once (a crash would wait for the session's end)
     try:
-        dead = wait_until(lambda: (lambda s: s if s.get("leader") == -1 else None)(state(cluster, lonely)), timeout=SESSION_MS / 1000 + 30)
+        dead = settled(lambda: (lambda s: s if s.get("leader") == -1 else None)(state(cluster, lonely)))
         assert dead["isr"] == [victim]
-        shrunk = wait_until(lambda: (lambda s: s if victim not in s["isr"] else None)(state(cluster, spread)))
+        shrunk = settled(lambda: (lambda s: s if victim not in s["isr"] else None)(state(cluster, spread)))
         offline, under = partition_line(cluster, lonely, dead), partition_line(cluster, spread, shrunk)
         assert "\tLeader: none\t" in offline
-        wait_until(lambda: describe(at, both, "--unavailable-partitions") == [offline + ELR], timeout=30)
+        settled(lambda: describe(at, both, "--unavailable-partitions") == [offline + ELR])
         assert describe(at, both, "--under-min-isr-partitions") == [offline + ELR]
         assert describe(at, both, "--at-min-isr-partitions") == sorted([offline + ELR, under + ELR])
         assert describe(at, both, "--under-replicated-partitions") == [under + ELR]
@@ -217,8 +262,8 @@ def test_a_partition_whose_leader_is_dead_shows_no_leader_and_its_last_isr(clust
     finally:
         cluster.brokers[victim].start(timeout=60)
 
-    full_isr(cluster, spread)
-    wait_until(lambda: state(cluster, lonely).get("leader") == victim, timeout=30)
-    wait_until(lambda: describe(at, both, "--unavailable-partitions", "--under-replicated-partitions", "--under-min-isr-partitions") == [], timeout=30)
+    settled_full_isr(cluster, spread)
+    settled(lambda: state(cluster, lonely).get("leader") == victim)
+    settled(lambda: describe(at, both, "--unavailable-partitions", "--under-replicated-partitions", "--under-min-isr-partitions") == [])
     sections, _ = status(cluster, lonely, spread)
     assert (sections["OfflinePartitions"], sections["UnderReplicatedPartitions"]) == ([], [])
