@@ -71,7 +71,7 @@ complete -c kcli -n '__fish_seen_subcommand_from broker-api-versions' -l help -d
 
 # cluster
 complete -c kcli -n '__fish_seen_subcommand_from cluster' -a start -d 'Start ZooKeeper and N brokers on 127.0.0.1 in the foreground, as the quickstart\'s server-N.properties (broker N on port BASE+N, log.dirs DIR/kafka-logsN, ZooKeeper\'s dataDir DIR/zookeeper); Ctrl-C or SIGTERM stops the brokers, then ZooKeeper'
-complete -c kcli -n '__fish_seen_subcommand_from cluster' -a status -d 'List the registered brokers, the controller and the offline partitions (leader -1 or not a live broker), as ZooKeeper holds them'
+complete -c kcli -n '__fish_seen_subcommand_from cluster' -a status -d 'List the registered brokers, the controller, the offline partitions (leader -1 or not a live broker) and the under-replicated partitions (ISR smaller than the assignment), as ZooKeeper holds them'
 complete -c kcli -n '__fish_seen_subcommand_from cluster' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_seen_subcommand_from cluster' -l help -d 'Show this message and exit'
 

@@ -1,9 +1,9 @@
 """``kcli cluster``: the Kafka quickstart's pseudo-cluster in one command, and its state.
 
 ``kcli cluster start`` runs ZooKeeper and N brokers on this machine (the work is in
-``kcli.tools.cluster_runner``); ``kcli cluster status`` reads the brokers, the controller and the
-offline partitions from ZooKeeper (``kcli.tools.cluster_status``). This module only declares the
-commands.
+``kcli.tools.cluster_runner``); ``kcli cluster status`` reads the brokers, the controller, the
+offline and the under-replicated partitions from ZooKeeper (``kcli.tools.cluster_status``). This
+module only declares the commands.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def start(
 
 @cluster_app.command(
     "status",
-    help="List the registered brokers, the controller and the offline partitions (leader -1 or "
-    "not a live broker), as ZooKeeper holds them.",
+    help="List the registered brokers, the controller, the offline partitions (leader -1 or "
+    "not a live broker) and the under-replicated partitions (ISR smaller than the assignment), "
+    "as ZooKeeper holds them.",
 )
 def status(
     zookeeper: Annotated[str, typer.Option("--zookeeper", help="The cluster's ZooKeeper, HOST:PORT[/chroot].")] = "localhost:2181",

@@ -1,11 +1,16 @@
-"""``kcli cluster status``: a ZooKeeper-mode cluster's brokers, controller and offline partitions.
+"""``kcli cluster status``: a ZooKeeper-mode cluster's brokers, controller, offline and
+under-replicated partitions.
 
 Read from Kafka's znodes (``KafkaZkClient``), writing nothing: the registered brokers
 (``/brokers/ids/N``: id, endpoints, rack), the controller (``/controller``) and its epoch
-(``/controller_epoch``), and the offline partitions: those whose state znode has no leader (-1)
-or a leader that is not a registered broker (Kafka's ``--unavailable-partitions``). The session
-and connection timeouts are those of Kafka's ZooKeeper-mode tools (30 s). A chroot that does not
-exist holds no cluster: one line, exit 1.
+(``/controller_epoch``), the offline partitions: those whose state znode has no leader (-1)
+or a leader that is not a registered broker (Kafka's ``--unavailable-partitions``), and the
+under-replicated partitions: those whose ISR (in the state znode) is smaller than their
+assignment (Kafka's ``--under-replicated-partitions``; an offline partition of more than one
+replica is one too, its ISR keeping its last member; a partition without a state znode counts
+with an empty ISR). Partitions are sorted by topic, then partition. The session and connection
+timeouts are those of Kafka's ZooKeeper-mode tools (30 s). A chroot that does not exist holds no
+cluster: one line, exit 1.
 
 Plain output::
 
@@ -14,12 +19,15 @@ Plain output::
     Controller: 0\tControllerEpoch: 1
     OfflinePartitions: 1
     \tTopic: T\tPartition: 0\tLeader: none\tReplicas: 1\tIsr: 1
+    UnderReplicatedPartitions: 1
+    \tTopic: U\tPartition: 0\tLeader: 0\tReplicas: 0,1\tIsr: 0
 
 ``Controller: none`` when no broker holds the role. ``--output json`` writes one object:
 ``{"brokers": [{"id": int, "endpoints": [str], "rack": str | null}], "controller": int | null,
 "controller_epoch": int | null, "offline_partitions": [{"topic": str, "partition": int, "leader":
-int, "replicas": [int], "isr": [int]}]}``. A znode that cannot be parsed is named on stderr and
-left out; the command then exits 1.
+int, "replicas": [int], "isr": [int]}], "under_replicated_partitions": [the same]}`` (``leader``
+-1 for none). A znode that cannot be parsed is named on stderr and left out; the command then
+exits 1.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ class ClusterStatus:
     controller: int | None = None
     controller_epoch: int | None = None
     offline: list[tuple[str, int, zk.LeaderAndIsr | None, tuple[int, ...]]] = field(default_factory=list)
+    under_replicated: list[tuple[str, int, zk.LeaderAndIsr | None, tuple[int, ...]]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -55,10 +64,8 @@ class ClusterStatus:
             ],
             "controller": self.controller,
             "controller_epoch": self.controller_epoch,
-            "offline_partitions": [
-                {"topic": topic, "partition": partition, "leader": _leader(state), "replicas": list(replicas), "isr": list(_isr(state))}
-                for topic, partition, state, replicas in self.offline
-            ],
+            "offline_partitions": [_partition_json(*item) for item in self.offline],
+            "under_replicated_partitions": [_partition_json(*item) for item in self.under_replicated],
         }
 
     def lines(self) -> list[str]:
@@ -68,13 +75,33 @@ class ClusterStatus:
             lines.append(f"\tBroker: {broker_id}\tEndpoints: {endpoints}\tRack: {reg.rack or 'none'}")
         lines.append(f"Controller: {_text(self.controller)}\tControllerEpoch: {_text(self.controller_epoch)}")
         lines.append(f"OfflinePartitions: {len(self.offline)}")
-        for topic, partition, state, replicas in self.offline:
-            leader = _leader(state)
-            lines.append(
-                f"\tTopic: {topic}\tPartition: {partition}\tLeader: {leader if leader >= 0 else 'none'}"
-                f"\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, _isr(state)))}"
-            )
+        lines.extend(_partition_line(*item) for item in self.offline)
+        lines.append(f"UnderReplicatedPartitions: {len(self.under_replicated)}")
+        lines.extend(_partition_line(*item) for item in self.under_replicated)
         return lines
+
+
+def _partition_json(topic: str, partition: int, state: zk.LeaderAndIsr | None, replicas: tuple[int, ...]) -> dict[str, Any]:
+    return {"topic": topic, "partition": partition, "leader": _leader(state), "replicas": list(replicas), "isr": list(_isr(state))}
+
+
+def _partition_line(topic: str, partition: int, state: zk.LeaderAndIsr | None, replicas: tuple[int, ...]) -> str:
+    """Kafka's partition line of kafka-topics.sh --describe (without the ELR fields)."""
+    leader = _leader(state)
+    return (
+        f"\tTopic: {topic}\tPartition: {partition}\tLeader: {leader if leader >= 0 else 'none'}"
+        f"\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, _isr(state)))}"
+    )
+
+
+def is_offline(state: zk.LeaderAndIsr | None, live: set[int]) -> bool:
+    """No leader, or a leader that is not a registered broker (Kafka's --unavailable-partitions)."""
+    return _leader(state) == zk.NO_LEADER or _leader(state) not in live
+
+
+def is_under_replicated(state: zk.LeaderAndIsr | None, replicas: tuple[int, ...]) -> bool:
+    """An ISR smaller than the assignment (Kafka's --under-replicated-partitions)."""
+    return len(replicas) - len(_isr(state)) > 0
 
 
 def _leader(state: zk.LeaderAndIsr | None) -> int:
@@ -121,8 +148,10 @@ def read_status(client: KafkaZkClient) -> ClusterStatus:
                 status.unreadable.append(f"{zk.partition_state_path(topic, partition)}: {e}")
                 continue
             state = loaded[0] if loaded is not None else None
-            if _leader(state) == zk.NO_LEADER or _leader(state) not in live:
+            if is_offline(state, live):
                 status.offline.append((topic, partition, state, replicas))
+            if is_under_replicated(state, replicas):
+                status.under_replicated.append((topic, partition, state, replicas))
     return status
 
 

@@ -15,7 +15,11 @@ T\\tPartition: P\\tLeader: L\\tReplicas: a,b\\tIsr: a,b\\tElr: N/A\\tLastKnownEl
 the HashMap order Kafka's admin client returns them in. Partition data comes from Metadata (no
 DescribeTopicPartitions), so ELR prints ``N/A`` as Kafka's tool does against a ZooKeeper-mode
 broker. A broker without DescribeConfigs (librdkafka's mock) describes with empty ``Configs:``
-and ``min.insync.replicas`` taken as 1.
+and ``min.insync.replicas`` taken as 1. The report filters print, without summary lines, the
+partitions any of them given matches (Kafka 3.9's DescribeOptions): ``--under-replicated-partitions``
+an ISR smaller than the replicas, ``--unavailable-partitions`` no leader or one not among the
+brokers DescribeCluster names, ``--under-min-isr-partitions`` no leader or an ISR below
+``min.insync.replicas``, ``--at-min-isr-partitions`` an ISR of exactly ``min.insync.replicas``.
 
 ``--zookeeper HOST:PORT[/chroot]`` runs Kafka 2.8's ZooKeeper path instead (its checks, lines and
 messages: ``kcli.tools.topics_zookeeper``). ``--force`` and ``--disable-rack-aware`` (2.x) are
@@ -26,7 +30,8 @@ accepted and ignored with ``--bootstrap-server``, as Kafka's admin-client path i
 - list: ``{"topic": str, "topic_id": str | null, "internal": bool, "partitions": int}``
 - describe: ``{"topic": str, "topic_id": str | null, "internal": bool, "partition_count": int,
   "replication_factor": int, "configs": {name: value} | null, "partitions": [{"partition": int,
-  "leader": int | null, "replicas": [int], "isr": [int], "offline": [int]}]}``; ``configs``
+  "leader": int | null, "replicas": [int], "isr": [int], "offline": [int]}]}`` (``offline``: the
+  replicas Metadata names offline, those on brokers not alive); ``configs``
   holds the same non-default configs as ``Configs:`` (null when the broker cannot describe
   configs). With a partition filter only topics with matching partitions appear, holding only
   those; with ``--topics-with-overrides`` only topics with overrides, with all their partitions.
@@ -45,6 +50,15 @@ from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 
 ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPORT_FILTERS = ("under-replicated-partitions", "under-min-isr-partitions", "at-min-isr-partitions", "unavailable-partitions")
+# Kafka 2.8's checkArgs for each report filter with --zookeeper: the options it cannot be used
+# with, in the order Scala 2.13's immutable HashSet of them iterates (by the improved hash of each
+# OptionSpec, a hash of its name), which decides the option named when several conflict.
+ZK_REPORT_CONFLICTS = {
+    "under-replicated-partitions": ("create", "unavailable-partitions", "delete", "list", "at-min-isr-partitions", "alter", "topics-with-overrides", "under-min-isr-partitions"),
+    "under-min-isr-partitions": ("topics-with-overrides", "zookeeper", "create", "under-replicated-partitions", "unavailable-partitions", "delete", "list", "at-min-isr-partitions", "alter"),
+    "at-min-isr-partitions": ("zookeeper", "create", "under-replicated-partitions", "unavailable-partitions", "delete", "list", "alter", "topics-with-overrides", "under-min-isr-partitions"),
+    "unavailable-partitions": ("create", "under-replicated-partitions", "delete", "list", "at-min-isr-partitions", "alter", "topics-with-overrides", "under-min-isr-partitions"),
+}
 ALTER_CONFIG_HINT = " (the kafka-configs CLI supports altering topic configs with a --bootstrap-server option)"
 COLLISION_WARNING = (
     "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could collide. "
@@ -210,8 +224,14 @@ def _check_args(given: dict[str, bool]) -> None:
     if action == "create":
         refuse("replica-assignment", ACTIONS, ("partitions", "replication-factor"))
     for report in REPORT_FILTERS:
-        # Kafka 2.8 computes the min-ISR reports from configs its --zookeeper path does not read.
-        refuse(report, ("describe",), ("topics-with-overrides",) + (("zookeeper",) if "min-isr" in report else ()))
+        if zookeeper and given[report]:
+            # Kafka 2.8: one report filter at a time, and the min-ISR ones not with --zookeeper
+            # (its ZooKeeper path reads no configs); the first conflict named in its order.
+            for other in ZK_REPORT_CONFLICTS[report]:
+                if given[other]:
+                    raise UsageError(f'Option "{option(report)}" can\'t be used with option "{option(other)}"')
+        # Kafka 3.9: the report filters combine (a partition shows when any of them matches).
+        refuse(report, ("describe",), ("topics-with-overrides",))
     refuse("topics-with-overrides", ("describe",), REPORT_FILTERS)
     refuse("if-exists", ("alter", "delete", "describe"))
     refuse("if-not-exists", ("create",))

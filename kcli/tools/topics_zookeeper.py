@@ -12,6 +12,9 @@ leaders, deletion). Its lines:
   ReplicationFactor: R\\tConfigs: k=v,...`` (the ``/config/topics/T`` overrides; ``TopicId`` left
   out while the topic has none) and per partition ``\\tTopic: T\\tPartition: P\\tLeader: L\\t
   Replicas: a,b\\tIsr: a,b``; both end in ``\\tMarkedForDeletion: true`` for a topic being deleted.
+  ``--under-replicated-partitions`` (ISR smaller than the assignment) or ``--unavailable-partitions``
+  (no leader, or one not registered), one at a time as 2.8 allows, print the matching partition
+  lines alone; 2.8 refuses the min-ISR filters with ``--zookeeper``.
 - ``--alter``: ``--config``/``--delete-config`` print the deprecation warning and ``Updated config
   for topic T.``; ``--partitions`` prints the key-ordering warning and ``Adding partitions
   succeeded!``.

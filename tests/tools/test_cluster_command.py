@@ -178,10 +178,12 @@ def test_start_runs_zookeeper_and_brokers_that_serve_then_sigterm_stops_every_ch
         f"\tBroker: 1\tEndpoints: PLAINTEXT://127.0.0.1:{cluster.base_port + 1}\tRack: none",
         f"Controller: {controller}\tControllerEpoch: {epoch}",
         "OfflinePartitions: 0",
+        "UnderReplicatedPartitions: 0",
     ]
     as_json = json.loads(status(cluster.zookeeper, "--output", "json").stdout)
     assert as_json["controller"] == controller and as_json["controller_epoch"] == epoch
     assert [b["id"] for b in as_json["brokers"]] == [0, 1] and as_json["offline_partitions"] == []
+    assert as_json["under_replicated_partitions"] == []
 
     # A third broker of the same cluster, outside the command: killed -9, its RF=1 partition goes
     # offline once its session times out. (A child of the command that dies stops the command.)
@@ -197,7 +199,8 @@ def test_start_runs_zookeeper_and_brokers_that_serve_then_sigterm_stops_every_ch
                    and all(p.leader >= 0 for p in admin.list_topics("spread", timeout=20).topics["spread"].partitions.values()))
         extra.kill()
         offline = wait_until(lambda: "OfflinePartitions: 1" in (lines := status(cluster.zookeeper).lines) and lines, timeout=SESSION_TIMEOUT_MS / 1000 + 30)
-        assert offline[-1] == "\tTopic: spread\tPartition: 2\tLeader: none\tReplicas: 2\tIsr: 2"
+        # One replica, its ISR the replica it last had: offline, not under-replicated.
+        assert offline[-2:] == ["\tTopic: spread\tPartition: 2\tLeader: none\tReplicas: 2\tIsr: 2", "UnderReplicatedPartitions: 0"]
         assert [b["id"] for b in json.loads(status(cluster.zookeeper, "--output", "json").stdout)["brokers"]] == [0, 1]
         assert json.loads(status(cluster.zookeeper, "--output", "json").stdout)["offline_partitions"] == [
             {"topic": "spread", "partition": 2, "leader": -1, "replicas": [2], "isr": [2]}
@@ -315,7 +318,7 @@ def test_status_names_a_malformed_znode_and_reports_the_rest(zookeeper_server):
         zk.stop()
         zk.close()
     assert result.returncode == 1, result
-    assert result.lines == ["Brokers: 0", "Controller: none\tControllerEpoch: 4", "OfflinePartitions: 0"]
+    assert result.lines == ["Brokers: 0", "Controller: none\tControllerEpoch: 4", "OfflinePartitions: 0", "UnderReplicatedPartitions: 0"]
     [problem] = result.stderr.splitlines()
     assert problem.startswith("Error: skipped /brokers/ids/7: ")
 

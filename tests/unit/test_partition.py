@@ -349,3 +349,67 @@ def test_a_replica_the_controller_took_out_of_the_isr_no_longer_holds_the_high_w
     partition.append_records_to_leader(_batch(3), AppendOrigin.CLIENT, -1)
     partition.update_follower_fetch_state(2, 5, 0, clock[0], 5)
     assert partition.high_watermark == 5
+
+
+def test_isr_changes_are_logged_in_kafka_2_8s_words(partition, clock, caplog):
+    """Kafka 2.8's Partition: a shrink's INFO line (out-of-sync replicas separated by spaces), each
+    proposal's DEBUG line with its LeaderAndIsr and IsrState, "ISR updated to" once committed, the
+    DEBUG line of a proposal given up and the WARN of one retried; no "Expanding ISR" line (2.6's)."""
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="kcli.broker.replica.partition")
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0, 1, 2), partition_epoch=4))
+    _recording(partition)
+    partition.append_records_to_leader(_batch(4), AppendOrigin.CLIENT, 1)
+    clock[0] += LAG + 1
+    shrink = partition.maybe_shrink_isr()
+    partition.isr_change_retried(shrink, ErrorCode.NOT_CONTROLLER)
+    partition.isr_change_answered(shrink, (0,), 1, 5)
+    partition.update_follower_fetch_state(2, 4, 0, clock[0], 4)
+    expand = partition.pending_isr
+    partition.isr_change_refused(expand, ErrorCode.INVALID_UPDATE_VERSION)
+    ident = "[Partition orders-0 broker=0] "
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", ident + "Shrinking ISR from 0,1,2 to 0. Leader: (highWatermark: 0, endOffset: 4). "
+                 "Out of sync replicas: (brokerId: 1, endOffset: -1) (brokerId: 2, endOffset: -1)."),
+        ("DEBUG", ident + "Enqueued ISR change to state LeaderAndIsr(leader=0, leaderEpoch=1, isr=List(0), zkVersion=4) "
+                  "after transition to PendingShrinkIsr(isr=Set(0, 1, 2), outOfSyncReplicaIds=Set(1, 2))"),
+        ("WARNING", ident + "Failed to update ISR to PendingShrinkIsr(isr=Set(0, 1, 2), outOfSyncReplicaIds=Set(1, 2)) "
+                    "due to unexpected NOT_CONTROLLER. Retrying."),
+        ("INFO", ident + "ISR updated to 0 and version updated to [5]"),
+        ("DEBUG", ident + "Enqueued ISR change to state LeaderAndIsr(leader=0, leaderEpoch=1, isr=List(0, 2), zkVersion=5) "
+                  "after transition to PendingExpandIsr(isr=Set(0), newInSyncReplicaId=2)"),
+        ("DEBUG", ident + "Failed to update ISR to PendingExpandIsr(isr=Set(0), newInSyncReplicaId=2) due to invalid version. Giving up."),
+    ]
+
+
+def test_the_log_end_offset_lag_describe_log_dirs_reports(partition, tmp_path):
+    """Kafka's ReplicaManager.getLogEndOffsetLag: high watermark minus log end offset, never below
+    0, for a leader and for a follower, however far behind its leader (a follower's high watermark
+    is the leader's clamped to its own log end offset); -1 for a partition not hosted."""
+    from kcli.broker.handlers.describe_log_dirs import INVALID_OFFSET_LAG, log_end_offset_lag
+
+    assert log_end_offset_lag(None, 12) == INVALID_OFFSET_LAG == -1
+    assert log_end_offset_lag(5, 9) == 0 and log_end_offset_lag(9, 9) == 0 and log_end_offset_lag(9, 5) == 4
+    partition.make_follower(_state(leader=1, leader_epoch=3))
+    partition.append_records_to_follower(_batch(3))  # offsets 0-2, copied from the leader
+    partition.update_follower_high_watermark(10)  # the leader's: 7 records ahead
+    assert (partition.high_watermark, partition.log.log_end_offset) == (3, 3)
+    assert log_end_offset_lag(partition.high_watermark, partition.log.log_end_offset) == 0
+    partition.make_leader(_state(leader=0, leader_epoch=4, isr=(0,)))
+    partition.append_records_to_leader(_batch(2), AppendOrigin.CLIENT, 1)
+    assert log_end_offset_lag(partition.high_watermark, partition.log.log_end_offset) == 0
+
+
+def test_an_expansion_refused_as_ineligible_is_proposed_again_at_the_next_fetch(partition, clock):
+    """INELIGIBLE_REPLICA (the controller does not count the follower alive yet, as after its
+    session expired while it was frozen) changes no state, so no LeaderAndIsr will follow: the
+    leader keeps its committed ISR and proposes again, rather than waiting forever."""
+    partition.make_leader(_state(leader=0, leader_epoch=1, isr=(0,)))
+    proposals = _recording(partition)
+    partition.update_follower_fetch_state(1, 0, 0, clock[0], 0)
+    (expand,) = proposals
+    partition.isr_change_refused(expand, ErrorCode.INELIGIBLE_REPLICA)
+    assert partition.pending_isr is None and partition.isr == (0,)
+    partition.update_follower_fetch_state(2, 0, 0, clock[0], 0)
+    assert [p.isr for p in proposals] == [(0, 1), (0, 2)]

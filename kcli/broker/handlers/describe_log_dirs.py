@@ -1,9 +1,11 @@
 """DescribeLogDirs: v1-4
 
 Behaviour: one result per configured log dir (its absolute path), holding the partition logs
-found in it: for each, the size of its segments in bytes, the offset lag (the high watermark
-minus the log end offset, never below 0, so 0 for a leader; -1 for a log this broker does not
-host as a replica) and is_future false (kcli never moves replicas between dirs). Null topics
+found in it: for each, the size of its segments in bytes, the offset lag (Kafka's
+getLogEndOffsetLag: the high watermark minus the log end offset, never below 0, so 0 for a
+leader and for a follower, whose high watermark never passes its own log end offset; -1 for a
+log this broker does not host as leader or follower) and is_future false (kcli never moves
+replicas between dirs). Null topics
 mean every log; otherwise only the named partitions, and a topic none of whose partitions live
 in a dir is left out of that dir. From v4 each dir also carries the total and usable bytes of its
 file system (Long.MAX_VALUE when the size does not fit). A dir that cannot be read, or that
@@ -79,7 +81,17 @@ def _topics(broker, log_dir: Path, wanted: set[tuple[str, int]] | None) -> list[
 
 
 def _offset_lag(broker, partition_log) -> int:
-    hosted = broker.replica_manager.get(partition_log.topic, partition_log.partition)
-    if hosted is None:
+    hosted = broker.replica_manager.hosted(partition_log.topic, partition_log.partition)
+    return log_end_offset_lag(hosted.log.high_watermark if hosted is not None else None, partition_log.log_end_offset)
+
+
+def log_end_offset_lag(high_watermark: int | None, log_end_offset: int) -> int:
+    """Kafka's ReplicaManager.getLogEndOffsetLag for a log that is not a future one: the high
+    watermark of the replica hosted here (leader or follower) minus the log end offset, never
+    below 0; -1 (INVALID_OFFSET_LAG) when the partition is not hosted here. A follower's high
+    watermark is the leader's clamped to its own log end offset, so a follower, however far
+    behind, reports 0 as Kafka's does; so does a leader, whose high watermark never passes its
+    log end offset."""
+    if high_watermark is None:
         return INVALID_OFFSET_LAG
-    return max(hosted.log.high_watermark - partition_log.log_end_offset, 0)
+    return max(high_watermark - log_end_offset, 0)

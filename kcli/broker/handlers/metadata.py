@@ -3,7 +3,9 @@
 Behaviour: the live brokers (advertised host and port), the cluster id, the controller, and the
 requested topics: null (v1+; an empty list in v0) means every topic, an empty list none. Each
 topic has its id, whether it is internal, and per partition the leader, leader epoch, replicas,
-in-sync and offline replicas. A missing topic is created when the request allows it (v4+) and
+in-sync and offline replicas (those on brokers not alive, as the controller's UpdateMetadata
+counts them). A partition without a leader, or whose leader is not alive, has leader -1 and
+LEADER_NOT_AVAILABLE, as Kafka's MetadataCache answers. A missing topic is created when the request allows it (v4+) and
 ``auto.create.topics.enable`` is true, with ``num.partitions`` and
 ``default.replication.factor``, and is answered at once with its partitions; otherwise
 UNKNOWN_TOPIC_OR_PARTITION. An illegal name answers INVALID_TOPIC_EXCEPTION; internal topics are
@@ -46,12 +48,13 @@ FIRST_WITH_LISTENER_NOT_FOUND = 6
 class _View:
     """The brokers as the requester's listener sees them."""
 
-    __slots__ = ("brokers", "unreachable", "listener_error")
+    __slots__ = ("brokers", "alive", "unreachable", "listener_error")
 
     def __init__(self, broker, listener_name: str, version: int) -> None:
         self.brokers = broker.live_brokers(listener_name)
         reachable = {address.id for address in self.brokers}
-        self.unreachable = frozenset(broker_id for broker_id in broker.metadata.alive_brokers() if broker_id not in reachable)
+        self.alive = frozenset(broker.metadata.alive_brokers())
+        self.unreachable = frozenset(broker_id for broker_id in self.alive if broker_id not in reachable)
         first = FIRST_WITH_LISTENER_NOT_FOUND
         self.listener_error = ErrorCode.LISTENER_NOT_FOUND if version >= first else ErrorCode.LEADER_NOT_AVAILABLE
 
@@ -131,8 +134,12 @@ def _topic_ops(include_ops: bool) -> int:
 def _describe(info, include_ops: bool, view: _View) -> dict:
     partitions = []
     for index, state in sorted(info.partitions.items()):
-        leader, error = state.leader, ErrorCode.LEADER_NOT_AVAILABLE if state.leader < 0 else ErrorCode.NONE
-        if leader in view.unreachable:
+        leader, error = state.leader, ErrorCode.NONE
+        if leader < 0 or leader not in view.alive:
+            # No leader, or one the cache no longer counts alive (until the controller elects
+            # another): Kafka 2.8's MetadataCache answers no leader.
+            leader, error = -1, ErrorCode.LEADER_NOT_AVAILABLE
+        elif leader in view.unreachable:
             leader, error = -1, view.listener_error
         partitions.append(
             {
@@ -141,7 +148,7 @@ def _describe(info, include_ops: bool, view: _View) -> dict:
                 "leader_epoch": state.leader_epoch,
                 "replica_nodes": state.replicas,
                 "isr_nodes": state.isr,
-                "offline_replicas": [],
+                "offline_replicas": [r for r in state.replicas if r not in view.alive],
                 "error_code": error,
             }
         )

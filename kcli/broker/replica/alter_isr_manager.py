@@ -7,7 +7,8 @@ controller over its inter-broker endpoint, with this broker's id and epoch, one 
 time, so a partition never has two changes in flight. Per partition, the answer commits the new
 ISR and partition epoch in the partition (and waiting requests may complete, the high watermark
 having moved); a stale partition or leader epoch, or an unknown partition, leaves the change
-pending until the controller's next LeaderAndIsr; any other error, or a request that failed
+pending until the controller's next LeaderAndIsr; INELIGIBLE_REPLICA (a replica the controller
+does not count alive) drops it, the committed ISR kept, to be proposed again; any other error, or a request that failed
 (no controller, a connection lost, NOT_CONTROLLER), is sent again after a short pause, unless
 the partition has meanwhile been given another state.
 """
@@ -140,6 +141,6 @@ class AlterIsrManager:
                 elif error in _FINAL_ERRORS:
                     partition.isr_change_refused(proposal, error)
                 elif partition.pending_isr is proposal:
-                    log.warning("[AlterIsrManager broker=%d] ISR change of %s-%d answered %s; retrying", self.broker_id, key[0], key[1], error.name)
+                    partition.isr_change_retried(proposal, error)
                     retry[key] = (partition, proposal)
         return retry

@@ -103,6 +103,19 @@ class PendingShrinkIsr(PendingIsrChange):
     pass
 
 
+# Kafka 2.8's handleAlterIsrResponse: the errors after which a proposal is given up, and its words.
+_GIVING_UP = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "since it doesn't know about this topic or partition",
+    ErrorCode.FENCED_LEADER_EPOCH: "since we sent an old leader epoch",
+    ErrorCode.INVALID_UPDATE_VERSION: "due to invalid version",
+}
+
+
+def _scala_seq(kind: str, items: tuple[int, ...]) -> str:
+    """A Scala collection's toString (``List(1, 2)``, ``Set(1, 2)``; a small Set keeps its order)."""
+    return f"{kind}({', '.join(map(str, items))})"
+
+
 class Partition:
     def __init__(
         self,
@@ -259,11 +272,9 @@ class Partition:
         start = self.leader_epoch_start_offset
         if start is None or replica.log_end_offset < self.high_watermark or replica.log_end_offset < start:
             return None
+        # Kafka 2.8 logs no line of its own for an expansion: the proposal's DEBUG line in _submit,
+        # then "ISR updated to" once the controller commits it.
         self.pending_isr = PendingExpandIsr(self.isr + (follower_id,), self.leader_epoch, self.partition_epoch)
-        logger.info(
-            "[Partition %s-%d broker=%d] Expanding ISR from %s to %s", self.topic, self.index, self.local_broker_id,
-            ",".join(map(str, self.isr)), ",".join(map(str, self.pending_isr.isr)),
-        )
         return self._submit(self.pending_isr)
 
     def out_of_sync_replicas(self, now_ms: int) -> tuple[int, ...]:
@@ -293,11 +304,17 @@ class Partition:
             "[Partition %s-%d broker=%d] Shrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). Out of sync "
             "replicas: %s.", self.topic, self.index, self.local_broker_id, ",".join(map(str, self.isr)),
             ",".join(map(str, self.pending_isr.isr)), self.high_watermark, self.log.log_end_offset,
-            ", ".join(f"(brokerId: {r}, endOffset: {self.remote_replicas[r].log_end_offset if r in self.remote_replicas else -1})" for r in out),
+            " ".join(f"(brokerId: {r}, endOffset: {self.remote_replicas[r].log_end_offset if r in self.remote_replicas else -1})" for r in out),
         )
         return self._submit(self.pending_isr)
 
     def _submit(self, proposal: PendingIsrChange) -> PendingIsrChange:
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "[Partition %s-%d broker=%d] Enqueued ISR change to state LeaderAndIsr(leader=%d, leaderEpoch=%d, isr=%s, zkVersion=%d) "
+                "after transition to %s", self.topic, self.index, self.local_broker_id, self.local_broker_id, proposal.leader_epoch,
+                _scala_seq("List", proposal.isr), proposal.partition_epoch, self.describe_pending(proposal),
+            )
         if self._alter_isr is not None:
             self._alter_isr(self, proposal)
         return proposal
@@ -321,12 +338,48 @@ class Partition:
     def isr_change_refused(self, proposal: PendingIsrChange, error: ErrorCode) -> None:
         """The controller refused an ISR change for good (a stale partition or leader epoch, an
         unknown partition): it stays pending, proposing nothing more, until the controller's next
-        LeaderAndIsr replaces the state (Kafka 2.8)."""
-        if self.pending_isr is proposal:
-            logger.info(
-                "[Partition %s-%d broker=%d] Failed to update ISR to %s: %s. Waiting for the controller's next state",
-                self.topic, self.index, self.local_broker_id, ",".join(map(str, proposal.isr)), error.name,
+        LeaderAndIsr replaces the state (Kafka 2.8). INELIGIBLE_REPLICA (the proposed ISR names a
+        replica the controller does not count alive) drops the proposal instead, so that the
+        next fetch proposes again."""
+        if self.pending_isr is not proposal:
+            return
+        if error == ErrorCode.INELIGIBLE_REPLICA:
+            # The controller says the request was not applied at the partition epoch it has (a
+            # replica it does not count alive, such as a follower back from a session that
+            # expired): the committed state is kept and the next fetch may propose again (Kafka
+            # 3.x's handleAlterPartitionError). Waiting for a LeaderAndIsr instead would wait
+            # forever, nothing having changed that the controller would send.
+            self.pending_isr = None
+            logger.debug(
+                "[Partition %s-%d broker=%d] Failed to alter partition to %s since the controller rejected the request with %s. "
+                "Partition state has been reset to the latest committed state CommittedPartitionState(isr=%s, leaderRecoveryState=RECOVERED).",
+                self.topic, self.index, self.local_broker_id, self.describe_pending(proposal), error.name, _scala_seq("Set", self.isr),
             )
+            return
+        reason = _GIVING_UP.get(error)
+        if reason is None:
+            # Kafka 2.8 retries every other error; kcli gives up on the later ones (INVALID_REQUEST,
+            # UNKNOWN_TOPIC_ID) as Kafka's KRaft-era AlterPartitionManager does.
+            reason = f"due to {error.name}"
+        logger.debug("[Partition %s-%d broker=%d] Failed to update ISR to %s %s. Giving up.", self.topic, self.index, self.local_broker_id, self.describe_pending(proposal), reason)
+
+    def isr_change_retried(self, proposal: PendingIsrChange, error: ErrorCode) -> None:
+        """The controller answered an ISR change with an error worth sending it again for (Kafka
+        2.8's handleAlterIsrResponse: "Retrying.")."""
+        logger.warning(
+            "[Partition %s-%d broker=%d] Failed to update ISR to %s due to unexpected %s. Retrying.",
+            self.topic, self.index, self.local_broker_id, self.describe_pending(proposal), error.name,
+        )
+
+    def describe_pending(self, proposal: PendingIsrChange) -> str:
+        """``proposal`` as Kafka 2.8 prints its IsrState: ``PendingExpandIsr(isr=Set(0, 1),
+        newInSyncReplicaId=2)`` or ``PendingShrinkIsr(isr=Set(0, 1, 2), outOfSyncReplicaIds=Set(2))``,
+        ``isr`` being the committed ISR it was proposed from."""
+        if proposal.is_expansion:
+            added = [r for r in proposal.isr if r not in self.isr]
+            return f"PendingExpandIsr(isr={_scala_seq('Set', self.isr)}, newInSyncReplicaId={added[0] if added else -1})"
+        removed = tuple(r for r in self.isr if r not in proposal.isr)
+        return f"PendingShrinkIsr(isr={_scala_seq('Set', self.isr)}, outOfSyncReplicaIds={_scala_seq('Set', removed)})"
 
     def maybe_increment_leader_hw(self, now_ms: int | None = None) -> bool:
         """Move the high watermark up to the smallest log end offset among the leader's log and the

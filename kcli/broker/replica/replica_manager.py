@@ -400,6 +400,10 @@ class ReplicaManager:
         found = self._partitions.get((topic, index))
         return found if found is not None and found.is_leader else None
 
+    def hosted(self, topic: str, index: int) -> Partition | None:
+        """The partition if this broker hosts it, as leader or follower (Kafka's onlinePartition)."""
+        return self._partitions.get((topic, index))
+
     def follower_partition(self, topic: str, index: int) -> Partition | None:
         """The partition if this broker hosts it as a follower."""
         found = self._partitions.get((topic, index))
