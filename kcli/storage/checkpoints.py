@@ -69,11 +69,17 @@ def write_atomically(path: Path | str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
-    directory = os.open(path.parent, os.O_RDONLY)
+    fsync_path(path.parent)
+
+
+def fsync_path(path: Path | str) -> None:
+    """fsync a file or a directory by its path (a directory's, so that the names created or
+    renamed in it survive a crash)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(fd)
     finally:
-        os.close(directory)
+        os.close(fd)
 
 
 # -- shared framing -------------------------------------------------------------------------------

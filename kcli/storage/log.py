@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from kcli.common import uuid_to_string
 from kcli.errors import CorruptRecordError, InvalidOffsetError, KafkaStorageError, KcliError, LogDirFailure, OffsetOutOfRangeError
-from kcli.storage.checkpoints import PARTITION_METADATA, read_partition_metadata, write_partition_metadata
+from kcli.storage.checkpoints import PARTITION_METADATA, fsync_path, read_partition_metadata, write_partition_metadata
 from kcli.storage.file_records import FileSlice, TimestampAndOffset
 from kcli.storage.leader_epoch_cache import LeaderEpochFileCache
 from kcli.storage.log_dir_failure import LogDirFailureChannel
@@ -1035,7 +1035,7 @@ class Log:
             old_sorted = sorted(old_segments, key=lambda s: s.base_offset)
             for segment in reversed(new_sorted):
                 segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-            _sync_dir(self.dir)
+            fsync_path(self.dir)
             if on_step is not None:
                 on_step("swap")
             doomed = {id(s) for s in old_sorted}
@@ -1046,7 +1046,7 @@ class Log:
             self._delete_segments_async(old_sorted, keep_snapshots_at=replaced, on_each=(lambda: on_step("deleted")) if on_step else None)
             for segment in new_sorted:
                 segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-            _sync_dir(self.dir)
+            fsync_path(self.dir)
             if on_step is not None:
                 on_step("replaced")
             return True
@@ -1208,12 +1208,6 @@ class _RollUndo:
             previous.time_index.resize(self.previous_lengths[1])
 
 
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_topic_id(directory: Path, topic_id: uuid.UUID | None) -> uuid.UUID | None:
@@ -1227,4 +1221,3 @@ def _check_topic_id(directory: Path, topic_id: uuid.UUID | None) -> uuid.UUID | 
     if topic_id is not None:
         write_partition_metadata(path, topic_id)
     return topic_id
-

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from kcli.storage.checkpoints import fsync_path
 from kcli.storage.file_records import FileRecords
 from kcli.storage.segment import LOG_FILE_SUFFIX, filename_prefix_from_offset
 
@@ -142,9 +143,9 @@ def keep_aside(
             else:
                 kept = target / (filename_prefix_from_offset(first_batch_offset) + LOG_FILE_SUFFIX)
                 _copy(records_file, start, kept)
-            _fsync(kept)
-        _fsync(target)
-        _fsync(partition_dir)
+            fsync_path(kept)
+        fsync_path(target)
+        fsync_path(partition_dir)
     except OSError:
         shutil.rmtree(target, ignore_errors=True)
         raise
@@ -168,12 +169,6 @@ def _copy(records_file: FileRecords, start: int, path: Path) -> None:
         os.close(fd)
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _prune(partition_dir: Path) -> None:

@@ -117,8 +117,8 @@ def produce(bootstrap: str, topic: str, values: list[bytes], **config) -> list:
     return reports
 
 
-def consume_all(cluster: Cluster, topic: str, expected: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
+def consume_all(cluster: Cluster, topic: str, expected: int, **config: str) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False, **config})
     consumer.assign([TopicPartition(topic, 0, 0)])
     values: list[bytes] = []
     try:
@@ -382,20 +382,5 @@ def test_an_open_transaction_survives_its_coordinators_death(cluster):
     finally:
         cluster.brokers[coordinator].start(timeout=60)
 
-    consumer = Consumer({
-        "bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-    })
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    read: list[bytes] = []
-    try:
-        def poll() -> bool:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error():
-                read.append(message.value())
-            return len(read) >= 20
-
-        wait_until(poll, timeout=60, interval=0)
-    finally:
-        consumer.close()
+    read = consume_all(cluster, topic, 20, **{"isolation.level": "read_committed"})
     assert read == [b"committed-%d" % i for i in range(10)] + [b"open-%d" % i for i in range(10)]

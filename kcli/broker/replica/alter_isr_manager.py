@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcli.broker.network.broker_connections import BrokerConnections
+from kcli.broker.replica.tasks import cancel_and_wait
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 
 ALTER_PARTITION_VERSION = 2
 RETRY_BACKOFF_S = 0.1
-SHUTDOWN_WAIT_S = 5.0
 # Answers that end a proposal: the controller's state has moved on, and its LeaderAndIsr will say how.
 _FINAL_ERRORS = frozenset({
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -75,9 +75,7 @@ class AlterIsrManager:
         self._stopping = True
         self._wake.set()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=SHUTDOWN_WAIT_S)
+        await cancel_and_wait(task)
         await self._connections.close()
 
     async def _run(self) -> None:

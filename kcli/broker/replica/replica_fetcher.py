@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcli.broker.network.broker_connections import BrokerConnections
+from kcli.broker.replica.tasks import cancel_and_wait
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
 from kcli.protocol.api_keys import ApiKey
@@ -55,7 +56,6 @@ log = logging.getLogger(__name__)
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 LIST_OFFSETS_VERSION = 4
-SHUTDOWN_WAIT_S = 5.0
 EARLIEST_TIMESTAMP = -2  # ListOffsets' timestamp for the log start offset
 LATEST_TIMESTAMP = -1  # and for its end: asked by a replica, the leader's log end offset
 
@@ -176,9 +176,7 @@ class ReplicaFetcher:
         self._stopping = True
         self._wake.set()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=SHUTDOWN_WAIT_S)
+        await cancel_and_wait(task)
         await self._connections.close()
 
     async def _run(self) -> None:

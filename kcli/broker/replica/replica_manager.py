@@ -35,6 +35,7 @@ from kcli.broker.replica.purgatory import DelayedOperationPurgatory
 from kcli.broker.replica.replica_fetcher import InitialFetchState
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
+from kcli.broker.replica.tasks import cancel_and_wait
 from kcli.metadata.topic_names import is_internal
 from kcli.metadata.topics import PartitionState, TopicPartitionState
 from kcli.protocol.fetch_response import PartitionResult
@@ -197,9 +198,7 @@ class ReplicaManager:
     async def shutdown_replication(self) -> None:
         """Stop the fetchers, the ISR checks and the ISR change sender (a broker that stops)."""
         task, self._isr_expiration = self._isr_expiration, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=5)
+        await cancel_and_wait(task)
         if self.replica_fetcher_manager is not None:
             await self.replica_fetcher_manager.shutdown()
         if self.alter_isr_manager is not None:
