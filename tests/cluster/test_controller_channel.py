@@ -189,6 +189,8 @@ def test_alter_partition_is_answered_by_the_controller_and_reaches_every_brokers
     try:
         create_topic(cluster.bootstrap, "isr", 1, replication_factor=2)
         wait_until(lambda: leaders(cluster.bootstrap, "isr")[0] != -1)
+        # A new partition's ISR is its live replicas; the request below shrinks it to the leader
+        # (as a leader whose follower fell behind would ask).
         data, stat = zk.get("/brokers/topics/isr/partitions/0/state")
         state = json.loads(data)
         assignment = json.loads(zk.get("/brokers/topics/isr")[0])
@@ -199,7 +201,7 @@ def test_alter_partition_is_answered_by_the_controller_and_reaches_every_brokers
             "broker_id": leader,
             "broker_epoch": zk.exists(f"/brokers/ids/{leader}").czxid,
             "topics": [{"topic_id": topic_id, "partitions": [{
-                "partition_index": 0, "leader_epoch": state["leader_epoch"], "new_isr": [leader, follower],
+                "partition_index": 0, "leader_epoch": state["leader_epoch"], "new_isr": [leader],
                 "leader_recovery_state": 0, "partition_epoch": stat.version,
             }]}],
         }
@@ -215,10 +217,10 @@ def test_alter_partition_is_answered_by_the_controller_and_reaches_every_brokers
             answer = client.call(56, 2, fields)
         assert answer.error_code == 0
         (partition,) = answer.topics[0].partitions
-        assert (partition.error_code, list(partition.isr), partition.partition_epoch) == (0, [leader, follower], stat.version + 1)
-        assert json.loads(zk.get("/brokers/topics/isr/partitions/0/state")[0])["isr"] == [leader, follower]
+        assert (partition.error_code, list(partition.isr), partition.partition_epoch) == (0, [leader], stat.version + 1)
+        assert json.loads(zk.get("/brokers/topics/isr/partitions/0/state")[0])["isr"] == [leader]
         for broker in cluster.brokers.values():
-            wait_until(lambda: list(metadata(broker.bootstrap, "isr").topics["isr"].partitions[0].isrs) == [leader, follower])
+            wait_until(lambda: list(metadata(broker.bootstrap, "isr").topics["isr"].partitions[0].isrs) == [leader])
     finally:
         zk.stop()
         zk.close()
