@@ -45,6 +45,9 @@ class Cluster:
                 "zookeeper.connect": self.connect,
                 "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
                 "offsets.topic.num.partitions": "6",
+                # The last broker of a test cluster to stop cannot hand its replicated partitions
+                # to anyone: Kafka's controlled shutdown retries before it stops all the same.
+                "controlled.shutdown.retry.backoff.ms": "500",
                 **overrides,
             },
         )
