@@ -747,6 +747,10 @@ class BrokerConfig:
         self.dynamic_broker_configs: dict[str, str] = dict(dynamic or {})
         self.effective_properties: dict[str, str] = merge_layers(self.originals, self.dynamic_default_configs, self.dynamic_broker_configs)
         self.values: dict[str, Any] = BROKER_CONFIG_DEF.parse(self.effective_properties)
+        # The dynamic-only keys (Kafka's DynamicConfig.Broker: the replication throttles' rates)
+        # from the dynamic layers, the broker's own over the cluster default.
+        dynamic_layers = {**self.dynamic_default_configs, **self.dynamic_broker_configs}
+        self.values.update(BROKER_QUOTA_CONFIG_DEF.parse({k: v for k, v in dynamic_layers.items() if k in BROKER_QUOTA_CONFIG_DEF}))
         self.listener_security_protocol_map = self._protocol_map()
         self.listeners: list[Endpoint] = parse_listeners(self.values["listeners"] or "", self.listener_security_protocol_map)
         self._check_consistency()

@@ -1,0 +1,1 @@
+"""Byte-rate quotas: the windowed rate Kafka's quota sensors measure, and its users."""
