@@ -7,7 +7,7 @@ OffsetForLeaderEpoch, ListOffsets and ApiVersions with the broker's own handlers
 whose fetchers reach the other brokers over real sockets. What a ZooKeeper cluster adds is played
 by ``Controller``: it elects (LeaderAndIsr to each live replica, as the controller decides) and
 answers the leaders' ISR changes at once, as the controller's AlterPartition does, on the event
-loop. Time for the ISR's lag rule is a manual clock; nothing else waits on wall-clock time but
+loop. Time for the ISR's lag rule and the replication throttles is a manual clock; nothing else waits on wall-clock time but
 the fetchers' own round trips, which tests await with ``until``.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 from kcli.broker.handlers import load_registry
 from kcli.broker.network.server import Server
+from kcli.broker.quotas.replication_quota_manager import ReplicationQuotaManager
 from kcli.broker.replica.fetch_sessions import FetchSessionCache
 from kcli.broker.replica.replica_fetcher import FetcherConfig
 from kcli.broker.replica.replica_fetcher_manager import ReplicaFetcherManager
@@ -76,8 +77,12 @@ class InProcessBroker:
         """Open the logs (reading the checkpoints, as a start does) and listen."""
         self.log_manager = LogManager([self.log_dir], LogConfig(min_insync_replicas=self.cluster.min_insync_replicas))
         manager = ReplicaManager(self.id, self.log_manager, replica_lag_time_max_ms=LAG_MS, clock=self.cluster.clock)
+        # Replication throttles, unlimited until a test sets a bound; they share the manual clock.
+        self.leader_quota = ReplicationQuotaManager("leader", self.id, clock=self.cluster.clock)
+        self.follower_quota = ReplicationQuotaManager("follower", self.id, clock=self.cluster.clock)
+        manager.leader_quota = self.leader_quota
         manager.replica_fetcher_manager = ReplicaFetcherManager(
-            self.id, manager, FetcherConfig(max_wait_ms=50, backoff_ms=20, socket_timeout_ms=5000), self.cluster.address_of
+            self.id, manager, self.cluster.fetcher_config, self.cluster.address_of, quota=self.follower_quota
         )
         manager.alter_isr_manager = self.cluster.controller.isr_sender(self)
         self.replica_manager = manager
@@ -194,6 +199,7 @@ class InProcessCluster:
     def __init__(self, root: Path, count: int = 3, min_insync_replicas: int = 1) -> None:
         self.clock = ManualClock()
         self.min_insync_replicas = min_insync_replicas
+        self.fetcher_config = FetcherConfig(max_wait_ms=50, backoff_ms=20, socket_timeout_ms=5000)
         self.brokers = {i: InProcessBroker(i, root / f"broker-{i}", self) for i in range(count)}
         self.controller = Controller(self, tuple(range(count)))
 

@@ -44,6 +44,7 @@ from kcli.broker.replica.replica_manager import ReplicaManager
 from kcli.broker.replica.alter_isr_manager import AlterIsrManager
 from kcli.broker.replica.replica_fetcher import FetcherConfig
 from kcli.broker.replica.replica_fetcher_manager import ReplicaFetcherManager
+from kcli.broker.quotas.replication_quota_manager import ReplicationQuotaManager
 from kcli.broker.network.server import Server, ServerSettings
 from kcli.broker.transactions.coordinator import TransactionCoordinator
 from kcli.broker.transactions.hosting import start_transaction_coordinator
@@ -160,10 +161,14 @@ class Broker:
         self.replica_manager = ReplicaManager(
             self.id, self.log_manager, self.metadata, replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms")
         )
+        self.leader_quota = ReplicationQuotaManager("leader", self.id)
+        self.follower_quota = ReplicationQuotaManager("follower", self.id)
+        self._update_replication_quotas()
+        self.replica_manager.leader_quota = self.leader_quota
         if self.cluster_mode:
             self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
                 self.id, self.replica_manager, FetcherConfig.from_broker_config(self.config.get), self.inter_broker_address,
-                self.inter_broker_security,
+                self.inter_broker_security, self.follower_quota,
             )
             self.replica_manager.alter_isr_manager = AlterIsrManager(
                 self.id, lambda: self.broker_epoch, self.metadata.controller_id, self.inter_broker_address,
@@ -351,20 +356,33 @@ class Broker:
         return bool(self.effective_config().get("unclean.leader.election.enable"))
 
     def _on_broker_config_change(self) -> None:
-        """The brokers' dynamic configs changed in the tree: when the default
+        """The brokers' dynamic configs changed in the tree (written by any broker or tool): new
+        topic defaults for the hosted logs, new replication throttle rates, and, when the default
         ``unclean.leader.election.enable`` went from false to true, the controller (if this broker
         is it) elects the offline partitions again (Kafka 2.8's DynamicLogConfig.reconfigure)."""
+        if self.replica_manager is not None:
+            self.reload_dynamic_config()
         enabled = self._unclean_leader_election_default()
         was, self._unclean_default_seen = self._unclean_default_seen, enabled
         if enabled and not was and self.controller is not None:
             self.controller.enable_default_unclean_leader_election()
 
     def reload_dynamic_config(self) -> None:
-        """After a broker config change: new topic defaults for every hosted log."""
+        """After a broker config change: new topic defaults for every hosted log, and the
+        replication throttles' rates."""
         self._default_log_config = self.effective_config().log_config()
         self.log_manager.default_config = self._default_log_config
         for topic in {p.topic for p in self.replica_manager.leader_partitions()}:
             self.replica_manager.update_config(topic)
+        self._update_replication_quotas()
+
+    def _update_replication_quotas(self) -> None:
+        """``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``
+        with the dynamic layers applied (Kafka's DynamicReplicationConfig)."""
+        config = self.effective_config()
+        windows = {"samples": config.get("replication.quota.window.num"), "window_seconds": config.get("replication.quota.window.size.seconds")}
+        self.leader_quota.update_quota(config.get("leader.replication.throttled.rate"), **windows)
+        self.follower_quota.update_quota(config.get("follower.replication.throttled.rate"), **windows)
 
     def topic_log_config(self, topic: str) -> LogConfig | None:
         """The log config of ``topic``: the broker's defaults overridden by the topic's configs."""

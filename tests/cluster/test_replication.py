@@ -189,6 +189,54 @@ def test_the_isr_shrinks_without_stopped_followers_and_expands_when_they_resume(
     assert b"refused" not in read and read[-1] == b"unreplicated"
 
 
+def kcli_configs(bootstrap: str, *args: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "kcli", "configs", "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+
+
+def broker_config(bootstrap: str, broker_id: int, name: str) -> str | None:
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    configs = admin.describe_configs([resource])[resource].result(30)
+    return configs[name].value if name in configs else None
+
+
+def test_a_throttled_follower_outside_the_isr_catches_up_at_the_leaders_throttled_rate(cluster):
+    """Kafka's replication throttle as its reassignment tool sets it: the topic names the leader's
+    replicas in ``leader.replication.throttled.replicas`` and the brokers get
+    ``leader.replication.throttled.rate`` (here the cluster default, through ``kcli configs``). A
+    follower out of the ISR then copies no faster than the rate allows; the exact rate is
+    ``bench/cluster.py --throttle``'s to measure."""
+    leader = controller(cluster)
+    follower = max({0, 1, 2} - {leader})
+    topic = new_topic(cluster, "throttled", assignment=[leader, *sorted({0, 1, 2} - {leader})])
+    full_isr(cluster, topic)
+    at_leader = cluster.brokers[leader].bootstrap
+    rate = 300_000
+    values = [b"%05d" % i + b"t" * 10_000 for i in range(300)]  # some 3 MB
+    try:
+        with stopped(cluster, follower):
+            wait_until(lambda: follower not in state(cluster, topic).get("isr", [follower]), timeout=30)
+            assert produce(at_leader, topic, values, **{"batch.num.messages": 1}) == ["ok"] * len(values)
+            kcli_configs(at_leader, "--entity-type", "topics", "--entity-name", topic, "--alter", "--add-config", f"leader.replication.throttled.replicas=0:{leader}")
+            kcli_configs(at_leader, "--entity-type", "brokers", "--entity-default", "--alter", "--add-config", f"leader.replication.throttled.rate={rate}")
+            wait_until(lambda: broker_config(at_leader, leader, "leader.replication.throttled.rate") == str(rate), timeout=30)
+            written = segment_bytes(cluster, leader, topic, 0)
+            resumed = time.monotonic()
+        # The first window lets about one fetch (1 MiB) through at once; the rest waits for the rate.
+        wait_until(lambda: len(segment_bytes(cluster, follower, topic, 0)) == len(written), timeout=120)
+        took = time.monotonic() - resumed
+        assert took >= (len(written) - 2**20 * 1.5) / rate, took
+        assert segment_bytes(cluster, follower, topic, 0) == written
+        full_isr(cluster, topic)
+    finally:
+        kcli_configs(at_leader, "--entity-type", "brokers", "--entity-default", "--alter", "--delete-config", "leader.replication.throttled.rate")
+
+
 def test_no_consumer_reads_above_the_high_watermark(cluster):
     """With both followers frozen, one of them the controller, the leader's ISR cannot shrink (its
     AlterPartition waits for an answer): a record appended with acks=1 stays above the high

@@ -658,7 +658,7 @@ def test_a_broker_tells_its_controller_when_the_default_turns_unclean_election_o
 
     dynamic = {None: {}, 0: {}}
     broker = Broker.__new__(Broker)
-    broker.config, broker.id = BrokerConfig({}), 0
+    broker.config, broker.id, broker.replica_manager = BrokerConfig({}), 0, None
     broker.metadata = types.SimpleNamespace(broker_configs=lambda broker_id: dynamic[broker_id])
     controller, _ = controller_of(tree, unclean_leader_election_enable=broker._unclean_leader_election_default)
     broker.controller, broker._unclean_default_seen = controller, False

@@ -10,6 +10,10 @@ the source broker's inter-broker endpoint, as a replica (``replica_id`` = this b
     max_bytes = replica.fetch.response.max.bytes, each partition's partition_max_bytes =
     replica.fetch.max.bytes; fetch_offset, current_leader_epoch, last_fetched_epoch per partition
 
+in an incremental fetch session (KIP-227, ``kcli.client.fetch_session_handler``): after the first
+full request, a Fetch names only the partitions whose position changed, and the leader answers
+only those with something new.
+
 A partition whose log has a leader epoch starts Truncating (KIP-101, KIP-279): the fetcher asks
 the leader with OffsetForLeaderEpoch (v3, as a replica) where its latest epoch ends there,
 truncates to the offset both logs agree on, and fetches from it. While Fetching it sends the
@@ -21,7 +25,8 @@ The batches of an answer are appended to the follower's log unchanged
 (``Partition.append_records_to_follower``); the follower's high watermark becomes the leader's as
 far as its log reaches, and its log start offset follows the leader's. A partition removed or
 moved while its fetch was out ignores the answer. A failed request delays every partition it
-asked for by ``replica.fetch.backoff.ms``, a partition's error that partition alone;
+asked for by ``replica.fetch.backoff.ms``, a partition's error (or a write its disk refused: a
+full disk) that partition alone; a log whose dir went offline is no longer fetched;
 FENCED_LEADER_EPOCH removes the partition until the controller's next LeaderAndIsr gives it again.
 A follower behind the leader's log start offset (its records deleted there meanwhile) is told
 OFFSET_OUT_OF_RANGE; it asks the leader's log start offset (ListOffsets v4, as a replica) and
@@ -29,6 +34,11 @@ starts its log over there (Kafka's handleOutOfRangeError). A first batch that st
 empty follower log's start (a leader log start inside a batch, after DeleteRecords) starts the
 log at the batch's base offset instead.
 With nothing to fetch the task waits for a partition to be added or for a delay to end.
+
+Replication throttles (``quotas.replication_quota_manager``): a partition of a topic whose
+``follower.replication.throttled.replicas`` names this broker's replica, not caught up with the
+leader's high watermark, is left out of the request while the follower's rate is above
+``follower.replication.throttled.rate``; the bytes appended for throttled replicas are counted.
 """
 
 from __future__ import annotations
@@ -43,9 +53,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcli.broker.network.broker_connections import BrokerConnections
+from kcli.broker.quotas.replication_quota_manager import ReplicationQuotaManager
 from kcli.broker.replica.tasks import cancel_and_wait
+from kcli.client.fetch_session_handler import FetchPosition, FetchRequestData, FetchSessionHandler
 from kcli.common import TopicPartition
-from kcli.errors import ErrorCode, KafkaError, KafkaStorageError, KcliError
+from kcli.errors import ErrorCode, KafkaStorageError, KcliError
 from kcli.protocol.api_keys import ApiKey
 from kcli.storage.records import read_batch
 
@@ -103,6 +115,12 @@ class PartitionFetchState:
     last_fetched_epoch: int = -1
     truncating: bool = False  # Kafka's Truncating state: the leader is asked where to truncate first
     delayed_until: float = 0.0  # time.monotonic() before which it is not fetched
+    lag: int | None = None  # the leader's high watermark less the fetch offset, after the last answer
+
+    @property
+    def is_replica_in_sync(self) -> bool:
+        """Caught up with the leader's high watermark at the last answer (Kafka's isReplicaInSync)."""
+        return self.lag is not None and self.lag <= 0
 
     def is_ready(self, now: float) -> bool:
         return self.delayed_until <= now
@@ -118,6 +136,7 @@ class ReplicaFetcher:
         config: FetcherConfig,
         address_of: Callable[[int], tuple[str, int] | None],
         security: Any = None,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.fetcher_id = fetcher_id
@@ -130,6 +149,8 @@ class ReplicaFetcher:
             security=security,
         )
         self._states: OrderedDict[TopicPartition, PartitionFetchState] = OrderedDict()
+        self._session = FetchSessionHandler()
+        self.quota = quota  # the follower's replication throttle
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -205,26 +226,46 @@ class ReplicaFetcher:
             log.exception("[%s]: Error in the fetcher's loop; it stops", self.name)
 
     async def _fetch(self, ready: list[tuple[TopicPartition, PartitionFetchState]]) -> None:
-        """One Fetch for ``ready`` (Kafka's processFetchRequest)."""
-        asked = [(key, state, state.fetch_offset) for key, state in ready]
-        try:
-            answer = await self._connections.call(self.source_broker, ApiKey.FETCH, self._build_fetch(asked), versions=(FETCH_VERSION, FETCH_VERSION))
-            error = ErrorCode.for_code(int(answer.error_code))
-            if error != ErrorCode.NONE:
-                raise KafkaError(error, f"Fetch answered {error.name}")
-        except (KcliError, OSError) as e:
-            log.warning("[%s]: Error in response for fetch request to broker %d: %s", self.name, self.source_broker, e)
-            self._delay([key for key, _, _ in asked])
+        """One Fetch for the ``ready`` partitions not throttled (Kafka's processFetchRequest), in
+        the fetch session kept with the source broker: a partition whose position did not change
+        is not named again, and the leader answers it only when it has something new."""
+        wanted: OrderedDict[TopicPartition, FetchPosition] = OrderedDict()
+        for key, state in ready:
+            if not self._should_follower_throttle(key, state):
+                partition = self.replica_manager.follower_partition(*key)
+                log_start = partition.log.log_start_offset if partition is not None else -1
+                wanted[key] = FetchPosition(state.fetch_offset, log_start, self.config.partition_max_bytes, state.current_leader_epoch, state.last_fetched_epoch)
+        request = self._session.build(wanted)
+        if request.is_empty:
+            # Every ready partition is throttled: wait as Kafka's fetcher does with nothing to ask.
+            self._delay([key for key, _ in ready])
             return
-        sent = {key: (state, offset) for key, state, offset in asked}
+        sent = {key: (self._states[key], position.fetch_offset) for key, position in request.session_partitions.items()}
+        try:
+            answer = await self._connections.call(self.source_broker, ApiKey.FETCH, self._build_fetch(request), versions=(FETCH_VERSION, FETCH_VERSION))
+        except (KcliError, OSError) as e:
+            self._session.handle_error()
+            log.warning("[%s]: Error in response for fetch request to broker %d: %s", self.name, self.source_broker, e)
+            self._delay(list(sent))
+            return
+        error = ErrorCode.for_code(int(answer.error_code))
+        answered = [(topic.topic, int(data.partition_index)) for topic in answer.responses for data in topic.partitions]
+        if not self._session.handle_response(request, error, int(answer.session_id), answered):
+            if error in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+                # Kafka's FetchSessionHandler: the next request opens a new session, at once.
+                log.info("[%s]: Fetch session with broker %d ended (%s); opening a new one", self.name, self.source_broker, error.name)
+                return
+            if error == ErrorCode.NONE:
+                log.warning("[%s]: Fetch answer from broker %d names partitions outside its session; opening a new one", self.name, self.source_broker)
+                return
+            log.warning("[%s]: Error in response for fetch request to broker %d: Fetch answered %s", self.name, self.source_broker, error.name)
+            self._delay(list(sent))
+            return
         out_of_range = []
         for topic in answer.responses:
             for data in topic.partitions:
                 key = (topic.topic, int(data.partition_index))
-                entry = sent.get(key)
-                if entry is None:
-                    continue
-                state, offset = entry
+                state, offset = sent[key]
                 if self._states.get(key) is not state or state.fetch_offset != offset:
                     continue  # removed, replaced or moved while the fetch was out
                 if ErrorCode.for_code(int(data.error_code)) == ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -233,6 +274,15 @@ class ReplicaFetcher:
                     self._process_partition_data(key, state, data)
         for key, state in out_of_range:
             await self._handle_out_of_range(key, state)
+
+    def _should_follower_throttle(self, key: TopicPartition, state: PartitionFetchState) -> bool:
+        """Kafka's shouldFollowerThrottle: a replica not caught up, of a throttled partition, is
+        left out of the fetch while this broker's follower replication rate is above its limit."""
+        quota = self.quota
+        if quota is None or state.is_replica_in_sync:
+            return False
+        partition = self.replica_manager.follower_partition(*key)
+        return partition is not None and quota.is_throttled(key[1], partition.log.config) and quota.is_quota_exceeded()
 
     async def _handle_out_of_range(self, key: TopicPartition, state: PartitionFetchState) -> None:
         """The leader has not the fetch offset (Kafka's handleOutOfRangeError and
@@ -358,20 +408,22 @@ class ReplicaFetcher:
         if not completed:
             log.info("[%s]: Truncated %s-%d to the end of its own epoch %d; the leader checks it again", self.name, key[0], key[1], state.last_fetched_epoch)
 
-    def _build_fetch(self, asked: list[tuple[TopicPartition, PartitionFetchState, int]]) -> dict[str, Any]:
+    def _build_fetch(self, request: FetchRequestData) -> dict[str, Any]:
         topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, index), state, offset in asked:
-            partition = self.replica_manager.follower_partition(topic, index)
-            log_start = partition.log.log_start_offset if partition is not None else -1
+        for (topic, index), position in request.to_send.items():
             topics.setdefault(topic, []).append({
-                "partition": index, "current_leader_epoch": state.current_leader_epoch, "fetch_offset": offset,
-                "last_fetched_epoch": state.last_fetched_epoch, "log_start_offset": log_start,
-                "partition_max_bytes": self.config.partition_max_bytes,
+                "partition": index, "current_leader_epoch": position.current_leader_epoch, "fetch_offset": position.fetch_offset,
+                "last_fetched_epoch": position.last_fetched_epoch, "log_start_offset": position.log_start_offset,
+                "partition_max_bytes": position.max_bytes,
             })
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in request.to_forget:
+            forgotten.setdefault(topic, []).append(index)
         return {
             "replica_id": self.broker_id, "max_wait": self.config.max_wait_ms, "min_bytes": self.config.min_bytes,
-            "max_bytes": self.config.response_max_bytes, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()], "forgotten_topics_data": [], "rack_id": "",
+            "max_bytes": self.config.response_max_bytes, "isolation_level": 0, "session_id": request.session_id,
+            "session_epoch": request.epoch, "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+            "forgotten_topics_data": [{"topic": t, "partitions": p} for t, p in forgotten.items()], "rack_id": "",
         }
 
     def _process_partition_data(self, key: TopicPartition, state: PartitionFetchState, data: Any) -> None:
@@ -399,13 +451,23 @@ class ReplicaFetcher:
                         state.fetch_offset = info.last_offset + 1
                         latest = partition.log.latest_epoch
                         state.last_fetched_epoch = -1 if latest is None else latest
-                partition.update_follower_high_watermark(int(data.high_watermark))
+                    if self.quota is not None and self.quota.is_throttled(index, partition.log.config):
+                        self.quota.record(len(records))
+                leader_high_watermark = int(data.high_watermark)
+                state.lag = max(0, leader_high_watermark - state.fetch_offset)
+                partition.update_follower_high_watermark(leader_high_watermark)
                 leader_start = int(data.log_start_offset)
                 if 0 <= leader_start <= partition.high_watermark:
                     partition.log.maybe_increment_log_start_offset(leader_start)
             except KafkaStorageError as e:
-                log.error("[%s]: Error while processing data for partition %s-%d: %s; it is no longer fetched", self.name, topic, index, e)
-                self._states.pop(key, None)
+                if partition.log.is_offline:
+                    log.error("[%s]: Error while processing data for partition %s-%d: %s; it is no longer fetched", self.name, topic, index, e)
+                    self._states.pop(key, None)
+                else:
+                    # A refused write (a full disk) was undone: the log is as it was, and the
+                    # fetch is tried again after the backoff, so the replica catches up and
+                    # rejoins the ISR once the disk has room. The log dir reports the refusal.
+                    self._delay([key])
             except KcliError as e:
                 log.error("[%s]: Found invalid messages during fetch for partition %s-%d offset %d: %s", self.name, topic, index, state.fetch_offset, e)
                 self._delay([key])

@@ -36,12 +36,14 @@ class ReplicaFetcherManager:
         config: FetcherConfig,
         address_of: Callable[[int], tuple[str, int] | None],
         security: Any = None,
+        quota: Any = None,
     ) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.config = config
         self._address_of = address_of
         self._security = security  # the inter-broker listener's
+        self.quota = quota  # the follower's replication throttle, shared by every fetcher
         self.fetchers: dict[BrokerIdAndFetcherId, ReplicaFetcher] = {}
 
     def fetcher_id(self, topic_partition: TopicPartition) -> int:
@@ -62,7 +64,8 @@ class ReplicaFetcherManager:
             fetcher = self.fetchers.get(fetcher_key)
             if fetcher is None:
                 fetcher = self.fetchers[fetcher_key] = ReplicaFetcher(
-                    self.broker_id, fetcher_key.fetcher_id, fetcher_key.broker_id, self.replica_manager, self.config, self._address_of, self._security
+                    self.broker_id, fetcher_key.fetcher_id, fetcher_key.broker_id, self.replica_manager, self.config, self._address_of, self._security,
+                    self.quota,
                 )
                 fetcher.start()
             fetcher.add_partitions(states)

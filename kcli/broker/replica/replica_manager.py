@@ -91,6 +91,8 @@ class ReplicaManager:
         self.replica_fetcher_manager = None
         # Where leaders send their ISR changes (alter_isr_manager.AlterIsrManager), cluster mode only.
         self.alter_isr_manager = None
+        # The leader's replication throttle (quotas.replication_quota_manager), when the broker sets one.
+        self.leader_quota = None
         self._isr_expiration: asyncio.Task | None = None
 
     # -- leadership ----------------------------------------------------------------------------------
@@ -507,10 +509,41 @@ class ReplicaManager:
         reads = self.read_from_local_log(params, fetch_infos)
         if params.is_from_follower:
             reads = self._update_follower_fetch_state(params.replica_id, reads)
+            if self.leader_quota is not None:
+                response_callback = self._recording_throttled_bytes(response_callback)
         if params.max_wait_ms <= 0 or self.closing or satisfied(params, reads):
             response_callback(reads)
             return
         self.fetch_purgatory.watch(DelayedFetch(params, fetch_infos, self, response_callback), list(fetch_infos))
+
+    def _recording_throttled_bytes(self, response_callback: Callable[[list], None]) -> Callable[[list], None]:
+        """``response_callback`` after counting the bytes a follower's answer carries for
+        throttled replicas against the leader's throttle (Kafka's KafkaApis records them as it
+        answers a follower)."""
+        quota = self.leader_quota
+
+        def respond(reads: list) -> None:
+            size = 0
+            for (topic, index), _, result in reads:
+                if result.records_size:
+                    partition = self.get(topic, index)
+                    if partition is not None and quota.is_throttled(index, partition.log.config):
+                        size += result.records_size
+            quota.record(size)
+            response_callback(reads)
+
+        return respond
+
+    def _should_leader_throttle(self, partition: Partition, replica_id: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a follower outside the ISR of a throttled partition
+        gets no records while the leader's replication rate is above its limit."""
+        quota = self.leader_quota
+        return (
+            quota is not None
+            and replica_id not in partition.isr
+            and quota.is_throttled(partition.index, partition.log.config)
+            and quota.is_quota_exceeded()
+        )
 
     def _update_follower_fetch_state(self, follower_id: int, reads: list) -> list:
         """Record a follower's Fetch in each partition it read (Kafka's
@@ -586,7 +619,7 @@ class ReplicaManager:
                 limit = None
             else:
                 limit = result.last_stable_offset if isolation == READ_COMMITTED else result.high_watermark
-            if max_bytes <= 0 and not min_one_message:
+            if (max_bytes <= 0 and not min_one_message) or (params.is_from_follower and self._should_leader_throttle(partition, params.replica_id)):
                 result.records = b""
                 return result
             data = partition_log.read(info.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=limit)
