@@ -362,7 +362,7 @@ def throttled_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: st
         raise RuntimeError(f"produce failed: {produced['errors'][:3]}")
     broker_id = 0 if side == "leader" else 2
     replicas = ",".join(f"{p}:{broker_id}" for p in range(REPLICATED_PARTITIONS))
-    kcli_configs(bootstrap(), "--entity-type", "topics", "--entity-name", name, "--alter", "--add-config", f"{side}.replication.throttled.replicas={replicas}")
+    kcli_configs(bootstrap(), "--entity-type", "topics", "--entity-name", name, "--alter", "--add-config", f"{side}.replication.throttled.replicas=[{replicas}]")
     kcli_configs(bootstrap(), "--entity-type", "brokers", "--entity-default", "--alter", "--add-config", f"{side}.replication.throttled.rate={THROTTLE_RATE}")
     start_bytes = log_bytes(follower.log_dir, name, REPLICATED_PARTITIONS)
     target = log_bytes(brokers[0].log_dir, name, REPLICATED_PARTITIONS)
