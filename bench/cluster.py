@@ -248,9 +248,11 @@ def first_ack_after(brokers: dict[int, KcliBroker], zk: KazooClient, topic: str,
     return acked[0][0] - start, acked[1][0] - start
 
 
-def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, total_bytes: int) -> tuple[float, float]:
-    """MB/s of a follower catching up on ``total_bytes`` written while it was stopped, and MB/s of
-    a consumer reading the same records from the leader."""
+def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, total_bytes: int) -> tuple[float, float, float]:
+    """For a follower that was stopped while ``total_bytes`` were written: MB/s from its restart
+    to the ISR whole again, MB/s at which its log grows while it copies (between 10% and 90% of
+    the copy: the restart, the first LeaderAndIsr and the ISR's AlterPartition left out), and
+    MB/s of a consumer reading the same records from the leader."""
     bootstrap = lambda: ",".join(b.bootstrap for b in brokers.values() if b.process.poll() is None)  # noqa: E731
     create_led_by(bootstrap(), name, [0, 1, 2])
     wait(lambda: in_sync(zk, name), 60, interval=0.1)
@@ -263,15 +265,24 @@ def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str
                                        "compression": "none", "run_bytes": 256 * 1024, "acks": 1})
     if produced["undelivered"] or produced["errors"]:
         raise RuntimeError(f"produce failed: {produced['errors'][:3]}")
+    start_bytes = log_bytes(follower.log_dir, name, REPLICATED_PARTITIONS)
+    to_copy = log_bytes(brokers[0].log_dir, name, REPLICATED_PARTITIONS) - start_bytes
     start = time.perf_counter()
     brokers[2] = KcliBroker(follower.log_dir, overrides=follower.overrides).start()
-    wait(lambda: in_sync(zk, name), 600, interval=0.05)
+    samples: list[tuple[float, int]] = []
+    while not in_sync(zk, name):
+        samples.append((time.perf_counter(), log_bytes(follower.log_dir, name, REPLICATED_PARTITIONS) - start_bytes))
+        if time.perf_counter() - start > 600:
+            raise RuntimeError("the follower did not catch up within 600 s")
+        time.sleep(0.05)
     catch_up = time.perf_counter() - start
+    window = [(t, b) for t, b in samples if 0.1 * to_copy <= b <= 0.9 * to_copy]
+    copy_rate = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]) / 1e6 if len(window) >= 2 else float("nan")
     consumed = run_loadgen("consume", {"bootstrap": brokers[0].bootstrap, "partitions": partitions, "count": count})
     if consumed["records"] != count:
         raise RuntimeError(f"consumed {consumed['records']} of {count}")
     megabytes = count * 1024 / 1e6
-    return megabytes / catch_up, megabytes / consumed["seconds"]
+    return megabytes / catch_up, copy_rate, megabytes / consumed["seconds"]
 
 
 def replication_main(workdir: Path, zookeeper: ZooKeeperProcess, rounds: int, count: int, catch_up_bytes: int) -> None:
@@ -295,7 +306,7 @@ def replication_main(workdir: Path, zookeeper: ZooKeeperProcess, rounds: int, co
         wait(lambda: in_sync(zk, "failover", partitions=1), 60, interval=0.1)
         killed = [first_ack_after(brokers, zk, "failover", signal.SIGKILL) for _ in range(rounds)]
         stopped = [first_ack_after(brokers, zk, "failover", signal.SIGTERM) for _ in range(rounds)]
-        catch_up, read = follower_catch_up(brokers, zk, "catch-up", catch_up_bytes)
+        catch_up, copy_rate, read = follower_catch_up(brokers, zk, "catch-up", catch_up_bytes)
     finally:
         zk.stop()
         zk.close()
@@ -327,8 +338,9 @@ def replication_main(workdir: Path, zookeeper: ZooKeeperProcess, rounds: int, co
         print(f"  {label} of the leader to the first acks=all record acknowledged: {default:.2f} s with librdkafka's default"
               f" retry backoff (goal {goal}: {ok(verdict(default))}), {fast:.2f} s retrying every <= 100 ms"
               f" {[(round(a, 2), round(b, 2)) for a, b in cases]}")
-    print(f"  a follower catching up on {catch_up_bytes / 2**20:,.0f} MiB: {catch_up:,.1f} MB/s; a consumer reading them from the leader:"
-          f" {read:,.1f} MB/s; ratio {catch_up / read:.2f} (goal >= 0.5: {ok(catch_up / read >= 0.5)})")
+    print(f"  a follower catching up on {catch_up_bytes / 2**20:,.0f} MiB: {catch_up:,.1f} MB/s from its restart to the whole ISR,"
+          f" {copy_rate:,.1f} MB/s while copying (10%-90%); a consumer reading them from the leader: {read:,.1f} MB/s;"
+          f" ratio {catch_up / read:.2f} from the restart, {copy_rate / read:.2f} while copying (goal >= 0.5: {ok(catch_up / read >= 0.5)})")
 
 
 # --- replication throttles ---------------------------------------------------------------------------
