@@ -16,6 +16,11 @@ every partition gets its turn. A fetch from a follower (``replica_id``, from v15
 a broker id) reads up to the log end offset whatever its isolation level, and the leader records
 the follower's fetch offset and log start offset in the partition's replica state.
 
+From v11 a consumer (or kafka-replica-verification.sh's debugging consumer, replica id -2) may
+read a follower's replica too, up to that replica's high watermark (KIP-392, Kafka's
+fetchOnlyFromLeader); before v11, and for followers, a partition not led here answers
+NOT_LEADER_OR_FOLLOWER.
+
 Version notes: v7 adds sessions; v11 rack-aware preferred read replica (always -1 here);
 v12 is flexible; v13 names topics by id; v15 moves the replica id into a tagged field; v17 adds
 a follower's directory id as a tagged field of each partition (KIP-853: consumers send none, and
@@ -70,12 +75,14 @@ async def handle(ctx, request):
         chunks, size = encode_fetch_response(version, [], error_code=e.error_code)
         return RawResponse(chunks, size)
 
+    replica_id = _replica_id(request)
     params = FetchParams(
-        replica_id=_replica_id(request),
+        replica_id=replica_id,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
         min_bytes=request.min_bytes,
         max_bytes=min(request.max_bytes, broker.config.get("fetch.max.bytes")),
         isolation_level=getattr(request, "isolation_level", 0),
+        fetch_only_from_leader=replica_id >= 0 or version < 11,
     )
     future = asyncio.get_running_loop().create_future()
 

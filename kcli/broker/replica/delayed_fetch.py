@@ -16,6 +16,7 @@ from typing import Any
 from kcli.broker.replica.purgatory import DelayedOperation
 
 CONSUMER_REPLICA_ID = -1  # Kafka's FetchRequest.CONSUMER_REPLICA_ID
+DEBUGGING_CONSUMER_ID = -2  # Kafka's FetchRequest.DEBUGGING_CONSUMER_ID (kafka-replica-verification.sh)
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
@@ -29,6 +30,9 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     isolation_level: int = READ_UNCOMMITTED
+    # Kafka's fetchOnlyFromLeader: a follower's fetch, or a consumer's before Fetch v11 (KIP-392:
+    # from v11 a consumer may read a follower's replica, up to its high watermark).
+    fetch_only_from_leader: bool = True
 
     @property
     def is_from_follower(self) -> bool:

@@ -385,8 +385,7 @@ class ReplicaManager:
         if found is None or not found.is_leader:
             if self.log_manager.is_partition_offline(topic, index):
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"The log of {topic}-{index} is in an offline log dir")
-            info = self.metadata.topic(topic) if self.metadata is not None else None
-            if found is not None or (info is not None and index in info.partitions):
+            if found is not None or self._known_partition(topic, index):
                 # Kafka's ReplicaManager.getPartitionOrError: the partition exists, led elsewhere
                 # (or by nobody while it is offline).
                 raise KafkaError(
@@ -395,6 +394,12 @@ class ReplicaManager:
                 )
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return found
+
+    def _known_partition(self, topic: str, index: int) -> bool:
+        """Whether the cluster has the partition (the metadata cache knows it), led elsewhere or
+        by nobody while offline."""
+        info = self.metadata.topic(topic) if self.metadata is not None else None
+        return info is not None and index in info.partitions
 
     def get(self, topic: str, index: int) -> Partition | None:
         """The partition if this broker leads it."""
@@ -592,10 +597,12 @@ class ReplicaManager:
         watermark or (read_committed) the last stable offset."""
         topic, index = key
         isolation = READ_UNCOMMITTED if params.is_from_follower else params.isolation_level
-        partition = self.get(topic, index)
-        if partition is None:
+        partition = self._partitions.get(key)
+        if partition is None or (params.fetch_only_from_leader and not partition.is_leader):
             if self.log_manager.is_partition_offline(topic, index):
                 return PartitionResult(index, error_code=ErrorCode.KAFKA_STORAGE_ERROR, records=b"")
+            if partition is not None or self._known_partition(topic, index):
+                return PartitionResult(index, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, records=b"")
             code = ErrorCode.UNKNOWN_TOPIC_ID if info.topic_id is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return PartitionResult(index, error_code=code, records=b"")
         if params.is_from_follower and params.replica_id not in partition.replicas:
