@@ -35,6 +35,7 @@ _kcli() {
             "/log-dirs") path="log-dirs" ;;
             "/mirror") path="mirror" ;;
             "/producer-perf-test") path="producer-perf-test" ;;
+            "/replica-verification") path="replica-verification" ;;
             "/stats") path="stats" ;;
             "/topics") path="topics" ;;
             "/transactions") path="transactions" ;;
@@ -59,7 +60,7 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test stats topics transactions verifiable-consumer verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test replica-verification stats topics transactions verifiable-consumer verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --version --help" -- "$cur")) ;;
         "broker/start")
@@ -362,6 +363,17 @@ _kcli() {
                 --transaction-duration-ms) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "--topic --num-records --record-size --payload-file --payload-monotonic --payload-delimiter --throughput --producer-props --producer.config --print-metrics --transactional-id --transaction-duration-ms --version --help" -- "$cur")) ;;
+        "replica-verification")
+            case "$prev" in
+                --broker-list) COMPREPLY=(); return ;;
+                --fetch-size) COMPREPLY=(); return ;;
+                --max-wait-ms) COMPREPLY=(); return ;;
+                --topic-white-list) COMPREPLY=(); return ;;
+                --topics-include) COMPREPLY=(); return ;;
+                --time) COMPREPLY=(); return ;;
+                --report-interval-ms) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--broker-list --fetch-size --max-wait-ms --topic-white-list --topics-include --time --report-interval-ms --version --help" -- "$cur")) ;;
         "stats")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

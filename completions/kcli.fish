@@ -40,6 +40,7 @@ complete -c kcli -n '__fish_use_subcommand' -a import -d 'Import files written b
 complete -c kcli -n '__fish_use_subcommand' -a log-dirs -d 'This tool helps to query log directory usage on the specified brokers'
 complete -c kcli -n '__fish_use_subcommand' -a mirror -d 'Copy topics from one cluster to another as a Spark stream, with a checkpoint'
 complete -c kcli -n '__fish_use_subcommand' -a producer-perf-test -d 'This tool is used to verify the producer performance'
+complete -c kcli -n '__fish_use_subcommand' -a replica-verification -d 'Validate that all replicas for a set of topics have the same data'
 complete -c kcli -n '__fish_use_subcommand' -a stats -d 'Record counts, bytes, key cardinality, time range and batch/codec histogram of topics, with Spark'
 complete -c kcli -n '__fish_use_subcommand' -a topics -d 'Create, delete, describe, or change a topic'
 complete -c kcli -n '__fish_use_subcommand' -a transactions -d 'This tool is used to analyze the transactional state of producers in the cluster'
@@ -440,6 +441,17 @@ complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l transact
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l transaction-duration-ms -x -d 'The max age of each transaction'
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from producer-perf-test' -l help -d 'Show this message and exit'
+
+# replica-verification
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l broker-list -x -d 'REQUIRED: The list of hostname and port of the server to connect to'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l fetch-size -x -d 'The fetch size of each request'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l max-wait-ms -x -d 'The max amount of time each fetch request waits'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l topic-white-list -x -d 'DEPRECATED use --topics-include instead; ignored if --topics-include specified'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l topics-include -x -d 'List of topics to verify replica consistency'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l time -x -d 'Timestamp for getting the initial offsets'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l report-interval-ms -x -d 'The reporting interval'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from replica-verification' -l help -d 'Show this message and exit'
 
 # stats
 complete -c kcli -n '__fish_seen_subcommand_from stats' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'

@@ -175,6 +175,16 @@ class TopicFilter:
         return self._pattern.fullmatch(topic) is not None and not (exclude_internal and is_internal(topic))
 
 
+def validate_bootstrap_server(servers: str) -> None:
+    """Kafka's ToolsUtils.validateBootstrapServer: ``host:port`` entries separated by commas."""
+    if not servers.strip():
+        raise UsageError("Error while validating the bootstrap address")
+    for item in servers.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise UsageError("Please provide valid host:port like host1:9091,host2:9092")
+
+
 def option(name: str) -> str:
     """An option as Kafka's option parser names it in messages: ``[name]``."""
     return f"[{name}]"

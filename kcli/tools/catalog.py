@@ -48,6 +48,7 @@ TOOLS = (
     Tool("producer-perf-test", "producer_perf_test", "This tool is used to verify the producer performance."),
     Tool("consumer-perf-test", "consumer_perf_test", "This tool is used to verify the consumer performance."),
     Tool("e2e-latency", "e2e_latency", "This tool records the average end to end latency for a single message to travel through Kafka."),
+    Tool("replica-verification", "replica_verification", "Validate that all replicas for a set of topics have the same data."),
     Tool(
         "verifiable-producer",
         "verifiable_producer",

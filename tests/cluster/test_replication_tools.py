@@ -267,3 +267,96 @@ def test_a_partition_whose_only_replica_is_down_shows_no_leader_and_its_last_isr
     settled(lambda: describe(at, both, "--unavailable-partitions", "--under-replicated-partitions", "--under-min-isr-partitions") == [])
     sections, _ = status(cluster, lonely, spread)
     assert (sections["OfflinePartitions"], sections["UnderReplicatedPartitions"]) == ([], [])
+
+
+class ReplicaVerification:
+    """``kcli replica-verification`` running against the cluster; its stdout lines as they come."""
+
+    STARTED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}: verification process is started$")
+
+    def __init__(self, cluster: Cluster, topic: str) -> None:
+        import queue
+        import threading
+
+        self.lines: queue.Queue = queue.Queue()
+        self.seen: list[str] = []
+        broker_list = ",".join(b.bootstrap for b in cluster.brokers.values())
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kcli", "replica-verification", "--broker-list", broker_list, "--topics-include", topic,
+             "--time", "-2", "--report-interval-ms", "200", "--max-wait-ms", "100"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        threading.Thread(target=lambda: [self.lines.put(line.rstrip("\n")) for line in self.process.stdout], daemon=True).start()
+
+    def line(self, pattern: str) -> re.Match:
+        """The next line matching ``pattern`` (a regex searched in it), within WAIT_S."""
+        import queue
+        import time
+
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.process.poll() is not None and self.lines.empty():
+                    break
+                continue
+            self.seen.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return found
+        raise AssertionError(f"no line matching {pattern!r}: {self.seen[-10:]}, stderr {self.process.stderr.read() if self.process.poll() is not None else ''}")
+
+    def stop(self) -> int:
+        import signal as signals
+
+        if self.process.poll() is None:
+            self.process.send_signal(signals.SIGTERM)
+        return self.process.wait(30)
+
+
+def segment_path(cluster: Cluster, broker_id: int, topic: str):
+    return cluster.brokers[broker_id].log_dir / f"{topic}-0" / "00000000000000000000.log"
+
+
+def test_replica_verification_finds_replicas_equal_then_names_a_checksum_and_an_offset_that_differ(cluster):
+    """Kafka's kafka-replica-verification.sh: every replica read from its own broker (followers
+    answer the debugging consumer up to their high watermarks), batches compared up to them."""
+    leader = controller(cluster)
+    first, second = sorted({0, 1, 2} - {leader})
+    topic = new_topic(cluster, "verified", assignment=[leader, first, second])
+    settled_full_isr(cluster, topic)
+    at = cluster.brokers[leader].bootstrap
+    assert produce(at, topic, [b"v-%d" % i for i in range(30)], **{"batch.num.messages": 1}) == ["ok"] * 30
+    settled(lambda: all(segment_path(cluster, b, topic).stat().st_size == segment_path(cluster, leader, topic).stat().st_size for b in (first, second)))
+
+    tool = ReplicaVerification(cluster, topic)
+    try:
+        assert ReplicaVerification.STARTED.match(tool.line("verification process is started").string)
+        tool.line(rf": max lag is 0 for partition {re.escape(topic)}-0 at offset 30 among 1 partitions$")
+    finally:
+        assert tool.stop() == 143  # stopped by SIGTERM, as the JVM exits
+
+    # A follower's copy of batch 3 altered in place: its CRC field (bytes 17-20 of the batch).
+    path = segment_path(cluster, second, topic)
+    data = bytearray(path.read_bytes())
+    position = 0
+    for _ in range(3):
+        position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
+    crc = leader_crc = int.from_bytes(data[position + 17:position + 21], "big")
+    data[position + 17:position + 21] = (crc ^ 0x5A5A5A5A).to_bytes(4, "big")
+    # And batch 10's last offset delta (bytes 23-26), so that replica's batch ends elsewhere.
+    position = 0
+    for _ in range(10):
+        position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
+    data[position + 23:position + 27] = (5).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+
+    # Kafka compares each replica with the first of its HashMap of broker ids: broker 0.
+    tool = ReplicaVerification(cluster, topic)
+    tool.line(
+        rf": partition {re.escape(topic)}-0 has unmatched checksum at offset 3; replica 0's checksum {leader_crc}; "
+        rf"replica {second}'s checksum {crc ^ 0x5A5A5A5A}$"
+    )
+    tool.line(rf": partition {re.escape(topic)}-0: replica 0's offset 10 doesn't match replica {second}'s offset 15$")
+    assert tool.process.wait(WAIT_S) == 1
