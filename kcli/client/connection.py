@@ -8,7 +8,9 @@ the same call works against kcli and against Apache Kafka 2.x-3.x brokers.
 With a ``ClientSecurity`` (``security_config``) the connection is wrapped in TLS as it is made
 (the broker's name checked unless ssl.endpoint.identification.algorithm is empty), and on
 SASL_PLAINTEXT and SASL_SSL it authenticates right after ApiVersions: SaslHandshake v1, then
-SaslAuthenticate (up to v2) until the mechanism is done; nothing else is sent before.
+SaslAuthenticate (up to v2) until the mechanism is done; nothing else is sent before. A broker
+that speaks only SaslHandshake v0 (Kafka 0.10.0-0.10.2) gets the tokens as bare size-prefixed
+frames after the handshake and answers them alike, as Kafka's SaslClientAuthenticator does.
 
 Requests are version-independent mappings of field names (``mapping_encoder`` writes the fields the
 chosen version has and zeroes the ones the mapping lacks); answers are kio's response entities of
@@ -153,6 +155,7 @@ class BrokerConnection:
         self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
         self._correlation_of: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
         self._failure: Exception | None = None
+        self._raw_token: asyncio.Future[bytes] | None = None  # a SaslHandshake v0 token exchange
         self.versions: dict[int, tuple[int, int]] = {}
         self.features = FeatureMetadata({}, {}, None)
 
@@ -240,20 +243,43 @@ class BrokerConnection:
                              f"{self.address} does not offer SASL mechanism {mechanism} (it offers {', '.join(handshake.mechanisms)})")
         if code:
             raise KafkaError(ErrorCode.for_code(code), f"SaslHandshake to {self.address} failed: {ErrorCode.for_code(code).name}")
-        if self.versions.get(SASL_HANDSHAKE, (0, 0))[1] < 1:
-            raise KafkaError(ErrorCode.ILLEGAL_SASL_STATE, f"{self.address} speaks only SaslHandshake v0 (raw SASL tokens), which kcli's client does not")
+        raw_tokens = self.versions.get(SASL_HANDSHAKE, (0, 0))[1] < 1
         version = min(self.versions.get(SASL_AUTHENTICATE, (0, 0))[1], 2)
         client = create_sasl_client(mechanism, security.username, security.password)
         token: bytes | None = client.first()
         while token is not None:
-            answer = await self.send(SASL_AUTHENTICATE, version, {"auth_bytes": token}, timeout=None)
-            code = _code(answer.error_code)
-            if code:
-                raise KafkaError(ErrorCode.for_code(code), f"SASL authentication to {self.address} with {mechanism} failed: {answer.error_message or ErrorCode.for_code(code).name}")
+            if raw_tokens:
+                # SaslHandshake v0 (Kafka 0.10.0-0.10.2 brokers): the tokens go as bare size-prefixed
+                # frames, and a broker refusing them closes the connection without a word.
+                try:
+                    received = await self._exchange_raw_token(token)
+                except BrokerUnreachable:
+                    raise KafkaError(
+                        ErrorCode.SASL_AUTHENTICATION_FAILED,
+                        f"SASL authentication to {self.address} with {mechanism} failed: the broker closed the connection (SaslHandshake v0 answers no error)",
+                    ) from None
+            else:
+                answer = await self.send(SASL_AUTHENTICATE, version, {"auth_bytes": token}, timeout=None)
+                code = _code(answer.error_code)
+                if code:
+                    raise KafkaError(ErrorCode.for_code(code), f"SASL authentication to {self.address} with {mechanism} failed: {answer.error_message or ErrorCode.for_code(code).name}")
+                received = answer.auth_bytes
             try:
-                token = client.evaluate(answer.auth_bytes)
+                token = client.evaluate(received)
             except SaslClientError as e:
                 raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED, f"SASL authentication to {self.address} with {mechanism} failed: {e}") from None
+
+    async def _exchange_raw_token(self, token: bytes) -> bytes:
+        """Send one SASL token as a bare frame and wait for the broker's bare frame."""
+        if self._failure is not None:
+            raise BrokerUnreachable(f"connection to {self.address} is closed: {_reason(self._failure)}")
+        self._raw_token = asyncio.get_running_loop().create_future()
+        try:
+            self._stream.writelines([_SIZE.pack(len(token)), token])
+            await self.drain()
+            return await self._raw_token
+        finally:
+            self._raw_token = None
 
     def version_for(self, api_key: int, *, at_least: int = 0) -> int:
         """The highest version of ``api_key`` both kcli and this broker speak."""
@@ -339,6 +365,10 @@ class BrokerConnection:
             self._fail(exc)
 
     def _answer(self, frame: bytes | memoryview) -> None:
+        if self._raw_token is not None:
+            if not self._raw_token.done():
+                self._raw_token.set_result(bytes(frame))
+            return
         if len(frame) < _SIZE.size:
             self._fail(ConnectionError(f"the broker sent a frame of {len(frame)} bytes, too short for a response header"))
             self._stream.close()
@@ -363,6 +393,8 @@ class BrokerConnection:
             if not future.done():
                 future.set_exception(error)
         self._pending.clear()
+        if self._raw_token is not None and not self._raw_token.done():
+            self._raw_token.set_exception(error)
 
     @property
     def closed(self) -> bool:

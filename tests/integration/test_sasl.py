@@ -240,3 +240,137 @@ def test_an_expired_session_closes_unless_the_client_re_authenticates(tmp_path_f
             assert client.wait_closed()
     finally:
         process.stop()
+
+
+class _SaslV0OnlyBroker:
+    """A proxy in front of the broker's SASL listener that makes it look like a Kafka 0.10.0-0.10.2
+    broker: ApiVersions above v0 is UNSUPPORTED_VERSION, and v0's answer (the broker's own) lists
+    SaslHandshake up to v0 and no SaslAuthenticate, so a client must send raw tokens."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import socket
+        import threading
+
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            self.sockets += [client, upstream]
+            threading.Thread(target=self._serve, args=(client, upstream), daemon=True).start()
+
+    @staticmethod
+    def _frame(sock) -> bytes:
+        size = struct.unpack(">i", _exactly(sock, 4))[0]
+        return _exactly(sock, size)
+
+    def _serve(self, client, upstream) -> None:
+        import threading
+
+        try:
+            while True:
+                frame = self._frame(client)
+                api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
+                if api_key != 18:
+                    upstream.sendall(struct.pack(">i", len(frame)) + frame)
+                    break
+                if version > 0:
+                    body = struct.pack(">ihi", correlation_id, 35, 0)  # UNSUPPORTED_VERSION, no api keys
+                else:
+                    upstream.sendall(struct.pack(">i", len(frame)) + frame)
+                    body = self._as_v0_only(self._frame(upstream))
+                client.sendall(struct.pack(">i", len(body)) + body)
+            threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
+            _pipe(client, upstream)
+        except (OSError, struct.error):
+            client.close()
+            upstream.close()
+
+    @staticmethod
+    def _as_v0_only(answer: bytes) -> bytes:
+        correlation_id, error, count = struct.unpack_from(">ihi", answer)
+        keys = [struct.unpack_from(">hhh", answer, 10 + 6 * i) for i in range(count)]
+        keys = [(k, low, 0 if k == 17 else high) for k, low, high in keys if k != 36]
+        return struct.pack(">ihi", correlation_id, error, len(keys)) + b"".join(struct.pack(">hhh", *k) for k in keys)
+
+
+def _exactly(sock, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+
+
+def _pipe(source, target) -> None:
+    try:
+        while chunk := source.recv(65536):
+            target.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        # shutdown, not close alone: the other pipe's thread blocked in recv on this socket would
+        # keep it open, and the peer would never see the end.
+        for sock in (target, source):
+            try:
+                sock.shutdown(2)
+            except OSError:
+                pass
+
+
+@pytest.mark.parametrize(
+    "mechanism, user, password",
+    [("PLAIN", "alice", "alice-secret-1"), ("SCRAM-SHA-256", "bob", "bob-secret-2"), ("SCRAM-SHA-512", "bob", "bob-secret-2")],
+)
+def test_kclis_client_authenticates_with_raw_tokens_to_a_broker_that_speaks_only_saslhandshake_v0(broker, mechanism, user, password):
+    import asyncio
+
+    from kcli.client.connection import BrokerConnection
+    from kcli.client.security_config import client_security
+    from kcli.errors import ErrorCode, KafkaError
+
+    module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+
+    def security(secret: str):
+        return client_security({
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f'org.apache.kafka.common.security.{module} required username="{user}" password="{secret}";',
+        })
+
+    proxy = _SaslV0OnlyBroker(broker.sasl_port)
+
+    async def main():
+        connection = await BrokerConnection.open("127.0.0.1", proxy.port, security=security(password), timeout=10)
+        try:
+            assert connection.versions[17][1] == 0 and 36 not in connection.versions
+            answer = await connection.call(3, {"topics": None, "allow_auto_topic_creation": False})
+            assert [b.node_id for b in answer.brokers] == [0]
+        finally:
+            await connection.close()
+        with pytest.raises(KafkaError) as refused:
+            await BrokerConnection.open("127.0.0.1", proxy.port, security=security("wrong"), timeout=10)
+        assert refused.value.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+        assert "wrong" not in str(refused.value)
+
+    try:
+        asyncio.run(main())
+    finally:
+        proxy.close()
