@@ -310,8 +310,10 @@ _kcli() {
                 --time) COMPREPLY=(); return ;;
                 --command-config) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+                --log-dirs) COMPREPLY=(); return ;;
+                --isolation-level) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --count --log-dirs --isolation-level --version --help" -- "$cur")) ;;
         "import")
             case "$prev" in
                 --input) COMPREPLY=(); return ;;

@@ -379,6 +379,9 @@ complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l time -x -d '<ti
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l exclude-internal-topics -d 'Leave out internal topics (included by default)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l output -x -a 'plain json' -d 'plain: Kafka\'s topic:partition:offset lines; json: one JSON object per partition'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l count -d 'Print the records really in each partition (and the total) instead of an offset: counted from batch headers, never decompressing, so compaction gaps, deleted records and transaction markers do not count; control batches are not records; aborted records are left out (a read_committed consumer never gets them), see --isolation-level'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l log-dirs -x -d 'With --count: count from the segment files of these log dirs (one broker\'s log.dirs, comma-separated) instead of through a broker'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l isolation-level -x -d 'With --count: read_committed (default) counts non-transactional and committed records, what a read_committed consumer reads; read_uncommitted adds those of aborted and open transactions'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l help -d 'Show this message and exit'
 
