@@ -333,7 +333,7 @@ _kcli() {
                 --broker-list) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --describe --topic-list --broker-list --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --describe --topic-list --broker-list --output --totals --version --help" -- "$cur")) ;;
         "mirror")
             case "$prev" in
                 --source-bootstrap-server) COMPREPLY=(); return ;;
@@ -390,7 +390,7 @@ _kcli() {
                 --partition-size-limit-per-response) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --size --version --help" -- "$cur")) ;;
         "transactions")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

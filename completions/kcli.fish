@@ -406,6 +406,7 @@ complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l describe -d 'Descr
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l topic-list -x -d 'The list of topics to be queried in the form "topic1,topic2,topic3"'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l broker-list -x -d 'The list of brokers to be queried in the form "0,1,2"'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per log dir'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l totals -d 'With --describe (kcli\'s own): after Kafka\'s lines, one line per broker adding up its log dirs: partitions and their bytes'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l help -d 'Show this message and exit'
 
@@ -483,6 +484,7 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l disable-rack-aware -d 'With --zookeeper --create, place replicas without the brokers\' racks (ignored with --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l size -d 'With --describe (kcli\'s own): each topic\'s and partition\'s size on disk from DescribeLogDirs, all replicas summed (Size) and the leader\'s replica alone (LeaderSize)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
 
