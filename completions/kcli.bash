@@ -112,7 +112,7 @@ _kcli() {
                 --ip) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --provenance --only-overrides --version --help" -- "$cur")) ;;
         "console-consumer")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

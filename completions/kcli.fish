@@ -116,6 +116,8 @@ complete -c kcli -n '__fish_seen_subcommand_from configs' -l broker-logger -x -d
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l ip -x -d 'An IP address: not supported'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l ip-defaults -d 'IP defaults: not supported'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per entity (--describe)'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l provenance -d 'With --describe (kcli\'s own): end each config line with source=SOURCE, where its value comes from: DEFAULT_CONFIG (Kafka\'s default), STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_BROKER_CONFIG or DYNAMIC_TOPIC_CONFIG (the first of its synonyms)'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l only-overrides -d 'With --describe (kcli\'s own): every config as --all, but only those whose value is not Kafka\'s default (set in server.properties, dynamically for the brokers or one broker, or on the topic)'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l help -d 'Show this message and exit'
 
