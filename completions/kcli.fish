@@ -204,6 +204,8 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l by-duration
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l from-file -r -F -d 'Reset offsets to values defined in CSV file'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -a 'plain json' -d 'plain: Kafka\'s text; json: one JSON object per group (or partition), shapes in the module\'s documentation'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l zookeeper -x -d 'Old (ZooKeeper-based) consumer groups, as Kafka 1.1\'s tool showed them: --list, or --describe --group G'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l lag-time -d 'With --describe (kcli\'s own): a LAG-TIME-MS column, how old the oldest unconsumed record is (its timestamp, read at the committed offset)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l watch -x -d 'With --describe (kcli\'s own): describe again every SECONDS until stopped, with the lag\'s change (TREND); redrawn on a terminal'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'
 
