@@ -176,9 +176,10 @@ _kcli() {
                 --from-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
                 --zookeeper) COMPREPLY=(); return ;;
+                --inactive-for) COMPREPLY=(); return ;;
                 --watch) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --lag-time --watch --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --lag-time --inactive-for --watch --version --help" -- "$cur")) ;;
         "consumer-offset-checker")
             case "$prev" in
                 --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;

@@ -205,6 +205,7 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l from-file -
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -a 'plain json' -d 'plain: Kafka\'s text; json: one JSON object per group (or partition), shapes in the module\'s documentation'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l zookeeper -x -d 'Old (ZooKeeper-based) consumer groups, as Kafka 1.1\'s tool showed them: --list, or --describe --group G'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l lag-time -d 'With --describe (kcli\'s own): a LAG-TIME-MS column, how old the oldest unconsumed record is (its timestamp, read at the committed offset)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l inactive-for -x -d 'With --delete (kcli\'s own): delete only the Empty groups whose newest offset commit (their last activity: the newest commitTimestamp in __consumer_offsets; a group without any commit is kept) is older than DURATION (7d, 36h, 30m, 45s, 500ms or PT36H); --dry-run prints the plan'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l watch -x -d 'With --describe (kcli\'s own): describe again every SECONDS until stopped, with the lag\'s change (TREND); redrawn on a terminal'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'

@@ -47,6 +47,14 @@ nothing is left, ``-`` when unknown. ``--watch SECONDS`` describes again every S
 stopped (Ctrl-C: exit 130; SIGTERM: 143), with a ``TREND`` column last (``"lagChange"``): the
 lag's change since the previous round (``+N``, ``-N``, ``0``; ``-`` in the first). On a terminal
 the screen is redrawn each round; otherwise the tables follow one another.
+
+``--delete --inactive-for DURATION`` (kcli's own, with ``--all-groups`` or ``--group``s to choose
+from) deletes the Empty groups whose newest offset commit is older than DURATION
+(``consumer_groups_prune`` says what counts as activity); ``--dry-run`` prints the plan only.
+Plain: ``GROUP``, ``STATE``, ``NEWEST-COMMIT`` (ISO 8601, UTC) and ``INACTIVE-FOR`` (ms) of each
+group in the plan, then Kafka's deletion lines (or ``Dry run: N consumer group(s) would be
+deleted.``); JSON: ``{"group", "state", "newestCommit": ms, "inactiveMs", "deleted": bool,
+"error": str | null}`` per group.
 """
 
 from __future__ import annotations
@@ -150,6 +158,7 @@ def consumer_groups(
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's text; json: one JSON object per group (or partition), shapes in the module's documentation.")] = Format.plain,
     zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="Old (ZooKeeper-based) consumer groups, as Kafka 1.1's tool showed them: --list, or --describe --group G. REQUIRED unless --bootstrap-server is given.")] = None,
     lag_time: Annotated[bool, typer.Option("--lag-time", help="With --describe (kcli's own): a LAG-TIME-MS column, how old the oldest unconsumed record is (its timestamp, read at the committed offset).")] = False,
+    inactive_for: Annotated[Optional[str], typer.Option("--inactive-for", metavar="DURATION", help="With --delete (kcli's own): delete only the Empty groups whose newest offset commit (their last activity: the newest commitTimestamp in __consumer_offsets; a group without any commit is kept) is older than DURATION (7d, 36h, 30m, 45s, 500ms or PT36H); --dry-run prints the plan.")] = None,
     watch: Annotated[Optional[float], typer.Option("--watch", metavar="SECONDS", help="With --describe (kcli's own): describe again every SECONDS until stopped, with the lag's change (TREND); redrawn on a terminal.")] = None,
 ) -> None:
     if zookeeper is not None:
@@ -163,7 +172,7 @@ def consumer_groups(
         offsets=offsets, state=state, group_type=group_type, timeout_ms=timeout, dry_run=dry_run, execute=execute,
         export=export, to_offset=to_offset, to_earliest=to_earliest, to_latest=to_latest, to_current=to_current,
         shift_by=shift_by, to_datetime=to_datetime, by_duration=by_duration, from_file=from_file, json=output is Format.json,
-        lag_time=lag_time, watch=watch,
+        lag_time=lag_time, watch=watch, inactive_for=inactive_for,
     )
     check_args(options)
     if not run(options):
@@ -223,6 +232,7 @@ class Options:
     json: bool = False
     lag_time: bool = False
     watch: float | None = None
+    inactive_for: str | None = None
 
     def scenarios(self) -> list[str]:
         """The reset scenarios given, in the order Kafka checks them for conflicts."""
@@ -253,6 +263,14 @@ def check_args(o: Options) -> None:
     for flag, present in (("lag-time", o.lag_time), ("watch", o.watch is not None)):
         if present and (not o.describe or o.members or o.state is not None):
             raise UsageError(f"Option [{flag}] can only be used with [describe] of offsets (not with [members] or [state])")
+    if o.inactive_for is not None:
+        if not o.delete:
+            raise UsageError("Option [inactive-for] can only be used with [delete]")
+        from kcli.tools.consumer_groups_prune import parse_inactive_for
+
+        parse_inactive_for(o.inactive_for)
+    if o.dry_run and o.delete and o.inactive_for is None:
+        raise UsageError("Option [dry-run] can only be used with [delete] together with [inactive-for]")
     if o.watch is not None and not o.watch > 0:
         raise UsageError(f"--watch takes a number of seconds above 0, not {o.watch:g}")
     group_scope = "[all-groups], [group]"
@@ -406,6 +424,7 @@ class GroupCommand:
         self.runner = runner
         self.out = out
         self.ok = True
+        self._prune_plan: dict[str, tuple[int, int]] | None = None  # --inactive-for: newest commit, inactive ms
 
     def error(self, message: str) -> None:
         self.ok = False
@@ -644,12 +663,21 @@ class GroupCommand:
 
     def delete_groups(self) -> bool:
         ids = self.group_ids()
+        if self.o.inactive_for is not None:
+            ids = self.inactive_groups(ids)
+            if not ids:
+                return self.ok
         results = self.runner.run(self.admin.delete_groups(ids))
         deleted = [g for g, error in results.items() if error is None]
         failed = {g: error for g, error in results.items() if error is not None}
         if self.o.json:
+            pruned = self._prune_plan
             for group_id, error in results.items():
-                self.out.obj({"group": group_id, "deleted": error is None, "error": None if error is None else failure_text(error)})
+                done = {"group": group_id, "deleted": error is None, "error": None if error is None else failure_text(error)}
+                if pruned is not None:
+                    newest_ms, inactive = pruned[group_id]
+                    done = {"group": group_id, "state": "Empty", "newestCommit": newest_ms, "inactiveMs": inactive, **done}
+                self.out.obj(done)
             self.ok = not failed
             return self.ok
         if not failed:
@@ -661,6 +689,40 @@ class GroupCommand:
         if deleted:
             self.out.line("\nThese consumer groups were deleted successfully: " + ", ".join(f"'{g}'" for g in deleted))
         return False
+
+    def inactive_groups(self, ids: list[str]) -> list[str]:
+        """``--inactive-for``: the plan printed, and the groups to delete (none with --dry-run)."""
+        from datetime import datetime, timezone
+
+        from kcli.tools.consumer_groups_prune import newest_commits, parse_inactive_for
+
+        inactive_ms = parse_inactive_for(self.o.inactive_for)
+        groups = self.describe_all(ids)
+        empty = {g for g, d in groups.items() if d.state == "Empty"}
+        newest = self.runner.run(newest_commits(self.admin.cluster, empty)) if empty else {}
+        now_ms = int(time.time() * 1000)
+        plan = sorted(g for g in empty if g in newest and now_ms - newest[g] > inactive_ms)
+        if self.o.json:
+            if self.o.dry_run:
+                for g in plan:
+                    self.out.obj({"group": g, "state": "Empty", "newestCommit": newest[g], "inactiveMs": now_ms - newest[g], "deleted": False, "error": None})
+                return []
+            self._prune_plan = {g: (newest[g], now_ms - newest[g]) for g in plan}
+            return plan
+        if not plan:
+            self.out.line(f"No consumer group has been inactive for {self.o.inactive_for}.")
+            return []
+        headers = ["GROUP", "STATE", "NEWEST-COMMIT", "INACTIVE-FOR"]
+        rows = [
+            [g, "Empty", datetime.fromtimestamp(newest[g] / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", str(now_ms - newest[g])]
+            for g in plan
+        ]
+        widths = [max([15] + [len(g) for g in plan]), 15, 25, 0]
+        self.table(headers, rows, [pad_all(headers, widths)] + [pad_all(r, widths) for r in rows])
+        if self.o.dry_run:
+            self.out.line(f"Dry run: {len(plan)} consumer group(s) would be deleted.")
+            return []
+        return plan
 
     # -- --delete-offsets ------------------------------------------------------------------------------
 
