@@ -40,7 +40,7 @@ def count_online(session, wanted: list[TopicPartition]) -> dict[TopicPartition, 
         if error is not None:
             results[tp] = error
             continue
-        results[tp] = RecordCount(starts[tp].offset)
+        results[tp] = RecordCount(starts[tp].offset, ends[tp].offset)
         if starts[tp].offset < ends[tp].offset:
             fetching[tp] = starts[tp].offset
     while fetching:

@@ -41,15 +41,19 @@ _CONTROL = 0x20
 _MIN_BATCH_LENGTH = rec.RECORD_BATCH_OVERHEAD - rec.LOG_OVERHEAD
 _HEADER_SIZE = rec.RECORD_BATCH_OVERHEAD
 _LOG_OVERHEAD = rec.LOG_OVERHEAD
+_NO_STOP = 2**63
 
 
 class RecordCount:
-    """One partition's tally, fed its batches in offset order (``feed``), from ``start`` on."""
+    """One partition's tally, fed its batches in offset order (``feed``), from ``start`` on and,
+    with ``stop``, up to the batches that begin before it (a high watermark read when the count
+    began, so records written since do not count)."""
 
-    __slots__ = ("start", "records", "aborted", "batches", "control_batches", "next_offset", "_pending")
+    __slots__ = ("start", "stop", "records", "aborted", "batches", "control_batches", "next_offset", "_pending")
 
-    def __init__(self, start: int = 0) -> None:
+    def __init__(self, start: int = 0, stop: int | None = None) -> None:
         self.start = start
+        self.stop = _NO_STOP if stop is None else stop
         self.records = 0
         self.aborted = 0
         self.batches = 0
@@ -70,7 +74,7 @@ class RecordCount:
         trailing partial batch, as a Fetch answer or a file being appended ends, is left)."""
         end = len(buffer) if end is None else end
         header = _HEADER.unpack_from
-        start = self.start
+        start, stop = self.start, self.stop
         records = batches = 0
         last_offset = -1
         pos = position
@@ -79,6 +83,8 @@ class RecordCount:
                 base_offset, length, magic, attributes, last_delta, producer_id, count = header(buffer, pos)
                 size = length + _LOG_OVERHEAD
                 if pos + size > end:
+                    break
+                if base_offset >= stop:
                     break
                 if magic != 2 or length < _MIN_BATCH_LENGTH:
                     self.records += records
@@ -102,7 +108,7 @@ class RecordCount:
                     self._slow(buffer, pos, size, base_offset, attributes, last_delta, producer_id, count)
                 pos += size
             # A legacy message at the end, shorter than a v2 header, is still a whole message.
-            while end - pos >= rec.HEADER_SIZE_UP_TO_MAGIC and buffer[pos + rec.MAGIC_OFFSET] != 2:
+            while end - pos >= rec.HEADER_SIZE_UP_TO_MAGIC and buffer[pos + rec.MAGIC_OFFSET] != 2 and _PREFIX.unpack_from(buffer, pos)[0] < stop:
                 legacy_last = self._legacy(buffer, pos, end)
                 if legacy_last is None:
                     break
@@ -114,6 +120,8 @@ class RecordCount:
             self.batches += batches
         if last_offset >= 0:
             self.next_offset = max(self.next_offset, last_offset + 1)
+        if end - pos >= rec.HEADER_SIZE_UP_TO_MAGIC and _PREFIX.unpack_from(buffer, pos)[0] >= stop:
+            self.next_offset = max(self.next_offset, stop)  # the rest began after the stop: done
         return pos
 
     def _slow(self, buffer, pos: int, size: int, base_offset: int, attributes: int, last_delta: int, producer_id: int, count: int) -> None:

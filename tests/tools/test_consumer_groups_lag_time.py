@@ -111,3 +111,40 @@ def test_lag_time_and_watch_need_describe_of_offsets(inproc):
         assert "can only be used with [describe] of offsets" in result.stderr
     zero = inproc("consumer-groups", "--bootstrap-server", "h:1", "--describe", "--group", "g", "--watch", "0")
     assert (zero.returncode, "--watch takes a number of seconds above 0, not 0" in zero.stderr) == (2, True)
+
+
+def test_watch_on_a_terminal_clears_and_redraws_each_round(broker, unique_topic, tmp_path):
+    import os
+    import pty
+    import select
+
+    group, topic = f"lt-t-{uuid.uuid4().hex[:6]}", unique_topic()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    from conftest import run_kcli
+
+    commit(run_kcli, broker, group, topic, 0, 0)
+    controller, terminal = pty.openpty()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "kcli", "consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe", "--group", group, "--watch", "0.2"],
+        stdin=subprocess.DEVNULL, stdout=terminal, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while seen.count(b"\x1b[H\x1b[2J") < 3 and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1)[0]:
+                seen += os.read(controller, 65536)
+        rounds = seen.split(b"\x1b[H\x1b[2J")[1:]
+        assert len(rounds) >= 3, seen[-2000:]
+        for drawn in rounds[:2]:
+            assert drawn.startswith(b"Every 0.2s: consumer groups at ")
+            assert b"TREND" in drawn and group.encode() in drawn
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(30) == 130
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        os.close(controller)

@@ -231,3 +231,16 @@ def test_count_arguments_are_checked(inproc, tmp_path):
         assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error occurred: {message}\n"), args
     missing = inproc("get-offsets", "--count", "--log-dirs", str(tmp_path / "nothing"))
     assert (missing.returncode, missing.stderr) == (1, f"Error occurred: {tmp_path / 'nothing'} is not a directory\n")
+
+
+def test_through_fetch_from_another_kafka_implementation(kcli, mock_cluster, unique_topic):
+    """librdkafka's mock cluster: its own Fetch answers, gzip batches of several records."""
+    topic = unique_topic()
+    producer = Producer({"bootstrap.servers": mock_cluster.bootstrap, "linger.ms": 200, "compression.type": "gzip"})
+    for partition, n in ((0, 7), (1, 1), (3, 12)):
+        for i in range(n):
+            producer.produce(topic, f"v{i}".encode(), partition=partition)
+    assert producer.flush(TIMEOUT) == 0
+    read = consumed(mock_cluster.bootstrap, topic, 4)
+    assert read == {0: 7, 1: 1, 2: 0, 3: 12}
+    assert count(kcli, "--bootstrap-server", mock_cluster.bootstrap, "--topic", topic) == lines_of(topic, read)

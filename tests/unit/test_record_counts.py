@@ -101,3 +101,13 @@ def test_a_batch_length_below_the_header_is_corrupt():
     data[8:12] = (10).to_bytes(4, "big")
     with pytest.raises(CorruptRecordError, match="batchLength of 10"):
         RecordCount().feed(data)
+
+
+def test_batches_from_the_stop_offset_on_are_left_out():
+    tally = RecordCount(start=0, stop=5)
+    data = batch(0, 5) + batch(5, 5)
+    assert tally.feed(data) == len(batch(0, 5))
+    assert (tally.records, tally.next_offset) == (5, 5)
+    gap = RecordCount(start=0, stop=5)  # compacted up to past the stop: the count is done
+    gap.feed(batch(0, 3) + batch(8, 2))
+    assert (gap.records, gap.next_offset) == (3, 5)
