@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kcli.common import TopicPartition
-from kcli.errors import KafkaError, KcliError
+from kcli.errors import CorruptRecordError, KafkaError, KcliError
 from kcli.tools.record_counts import RecordCount
 
 EARLIEST = -2
@@ -110,7 +110,10 @@ def count_segment(tally: RecordCount, segment: Path) -> None:
         if size == 0:
             return
         with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-            tally.feed(mapped)
+            try:
+                tally.feed(mapped)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{segment}: {exc}", exc.position) from None
 
 
 def print_counts(out, counts: dict[TopicPartition, RecordCount | KafkaError], read_committed: bool) -> bool:

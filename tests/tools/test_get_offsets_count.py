@@ -244,3 +244,17 @@ def test_through_fetch_from_another_kafka_implementation(kcli, mock_cluster, uni
     read = consumed(mock_cluster.bootstrap, topic, 4)
     assert read == {0: 7, 1: 1, 2: 0, 3: 12}
     assert count(kcli, "--bootstrap-server", mock_cluster.bootstrap, "--topic", topic) == lines_of(topic, read)
+
+
+def test_a_corrupt_segment_is_one_line_naming_the_file(inproc, tmp_path):
+    from kcli.storage import records as rec
+
+    partition = tmp_path / "logs" / "t-0"
+    partition.mkdir(parents=True)
+    data = bytearray(rec.build_batch([rec.NewRecord(None, b"v", 1)] * 3))
+    data[8:12] = (20).to_bytes(4, "big")  # a batchLength shorter than any batch header
+    segment = partition / "00000000000000000000.log"
+    segment.write_bytes(bytes(data))
+    result = inproc("get-offsets", "--count", "--log-dirs", str(tmp_path / "logs"))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"Error occurred: {segment}: record batch at position 0 has a batchLength of 20, below the header's\n"
