@@ -113,7 +113,7 @@ _kcli() {
                 --ip) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --bootstrap-controller --zookeeper --command-config --alter --describe --all --entity-type --entity-name --entity-default --add-config --add-config-file --delete-config --force --topic --client --client-defaults --user --user-defaults --broker --broker-defaults --broker-logger --ip --ip-defaults --output --provenance --only-overrides --version --help" -- "$cur")) ;;
         "console-consumer")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;
@@ -177,8 +177,10 @@ _kcli() {
                 --from-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
                 --zookeeper) COMPREPLY=(); return ;;
+                --inactive-for) COMPREPLY=(); return ;;
+                --watch) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --list --describe --delete --reset-offsets --delete-offsets --group --all-groups --topic --all-topics --members --verbose --offsets --state --type --timeout --dry-run --execute --export --to-offset --to-earliest --to-latest --to-current --shift-by --to-datetime --by-duration --from-file --output --zookeeper --lag-time --inactive-for --watch --version --help" -- "$cur")) ;;
         "consumer-offset-checker")
             case "$prev" in
                 --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
@@ -311,8 +313,10 @@ _kcli() {
                 --time) COMPREPLY=(); return ;;
                 --command-config) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
+                --log-dirs) COMPREPLY=(); return ;;
+                --isolation-level) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --broker-list --topic-partitions --topic --partitions --time --command-config --exclude-internal-topics --output --count --log-dirs --isolation-level --version --help" -- "$cur")) ;;
         "import")
             case "$prev" in
                 --input) COMPREPLY=(); return ;;
@@ -332,7 +336,7 @@ _kcli() {
                 --broker-list) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --describe --topic-list --broker-list --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --describe --topic-list --broker-list --output --totals --version --help" -- "$cur")) ;;
         "mirror")
             case "$prev" in
                 --source-bootstrap-server) COMPREPLY=(); return ;;
@@ -400,7 +404,7 @@ _kcli() {
                 --partition-size-limit-per-response) COMPREPLY=(); return ;;
                 --output) COMPREPLY=($(compgen -W "plain json" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --zookeeper --list --describe --create --alter --delete --topic --topic-id --config --delete-config --partitions --replication-factor --replica-assignment --under-replicated-partitions --unavailable-partitions --under-min-isr-partitions --at-min-isr-partitions --topics-with-overrides --if-exists --if-not-exists --exclude-internal --partition-size-limit-per-response --disable-rack-aware --output --size --version --help" -- "$cur")) ;;
         "transactions")
             case "$prev" in
                 --bootstrap-server) COMPREPLY=(); return ;;

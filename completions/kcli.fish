@@ -117,6 +117,8 @@ complete -c kcli -n '__fish_seen_subcommand_from configs' -l broker-logger -x -d
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l ip -x -d 'An IP address: not supported'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l ip-defaults -d 'IP defaults: not supported'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per entity (--describe)'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l provenance -d 'With --describe (kcli\'s own): end each config line with source=SOURCE, where its value comes from: DEFAULT_CONFIG (Kafka\'s default), STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_BROKER_CONFIG or DYNAMIC_TOPIC_CONFIG (the first of its synonyms)'
+complete -c kcli -n '__fish_seen_subcommand_from configs' -l only-overrides -d 'With --describe (kcli\'s own): every config as --all, but only those whose value is not Kafka\'s default (set in server.properties, dynamically for the brokers or one broker, or on the topic)'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from configs' -l help -d 'Show this message and exit'
 
@@ -203,6 +205,9 @@ complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l by-duration
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l from-file -r -F -d 'Reset offsets to values defined in CSV file'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l output -x -a 'plain json' -d 'plain: Kafka\'s text; json: one JSON object per group (or partition), shapes in the module\'s documentation'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l zookeeper -x -d 'Old (ZooKeeper-based) consumer groups, as Kafka 1.1\'s tool showed them: --list, or --describe --group G'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l lag-time -d 'With --describe (kcli\'s own): a LAG-TIME-MS column, how old the oldest unconsumed record is (its timestamp, read at the committed offset)'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l inactive-for -x -d 'With --delete (kcli\'s own): delete only the Empty groups whose newest offset commit (their last activity: the newest commitTimestamp in __consumer_offsets; a group without any commit is kept) is older than DURATION (7d, 36h, 30m, 45s, 500ms or PT36H); --dry-run prints the plan'
+complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l watch -x -d 'With --describe (kcli\'s own): describe again every SECONDS until stopped, with the lag\'s change (TREND); redrawn on a terminal'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from consumer-groups' -l help -d 'Show this message and exit'
 
@@ -380,6 +385,9 @@ complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l time -x -d '<ti
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l exclude-internal-topics -d 'Leave out internal topics (included by default)'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l output -x -a 'plain json' -d 'plain: Kafka\'s topic:partition:offset lines; json: one JSON object per partition'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l count -d 'Print the records really in each partition (and the total) instead of an offset: counted from batch headers, never decompressing, so compaction gaps, deleted records and transaction markers do not count; control batches are not records; aborted records are left out (a read_committed consumer never gets them), see --isolation-level'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l log-dirs -x -d 'With --count: count from the segment files of these log dirs (one broker\'s log.dirs, comma-separated) instead of through a broker'
+complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l isolation-level -x -d 'With --count: read_committed (default) counts non-transactional and committed records, what a read_committed consumer reads; read_uncommitted adds those of aborted and open transactions'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from get-offsets' -l help -d 'Show this message and exit'
 
@@ -404,6 +412,7 @@ complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l describe -d 'Descr
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l topic-list -x -d 'The list of topics to be queried in the form "topic1,topic2,topic3"'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l broker-list -x -d 'The list of brokers to be queried in the form "0,1,2"'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per log dir'
+complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l totals -d 'With --describe (kcli\'s own): after Kafka\'s lines, one line per broker adding up its log dirs: partitions and their bytes'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from log-dirs' -l help -d 'Show this message and exit'
 
@@ -492,6 +501,7 @@ complete -c kcli -n '__fish_seen_subcommand_from topics' -l exclude-internal -d 
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l partition-size-limit-per-response -x -d 'Accepted for compatibility; kcli describes partitions through Metadata'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l disable-rack-aware -d 'With --zookeeper --create, place replicas without the brokers\' racks (ignored with --bootstrap-server)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l output -x -a 'plain json' -d 'plain: Kafka\'s lines; json: one JSON object per topic (--list, --describe)'
+complete -c kcli -n '__fish_seen_subcommand_from topics' -l size -d 'With --describe (kcli\'s own): each topic\'s and partition\'s size on disk from DescribeLogDirs, all replicas summed (Size) and the leader\'s replica alone (LeaderSize)'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l version -d 'Print the Kafka version this tool speaks and exit'
 complete -c kcli -n '__fish_seen_subcommand_from topics' -l help -d 'Show this message and exit'
 

@@ -3,8 +3,8 @@ API versions, features.
 
 ``Admin`` wraps a ``NetworkClient`` and sends each call where Kafka's admin client sends it: topic
 creation, deletion and partition growth to the controller; configs of one broker to that broker
-and other configs to any broker; offsets and record deletion to each partition's leader, one
-request per leader. Calls that name many items answer per item: every result carries its own
+and other configs to any broker; offsets, record fetches and record deletion to each partition's
+leader, one request per leader. Calls that name many items answer per item: every result carries its own
 ``error`` (a ``KafkaError``, or None), so a tool can report each failed item and go on. Items
 that fail with a retriable error (a moved leader or controller, a lost connection) are retried
 with the cluster's backoff after fresh metadata; everything else is answered as it came.
@@ -35,6 +35,7 @@ from kcli.protocol import messages
 K = TypeVar("K")
 R = TypeVar("R")
 
+FETCH = 1
 LIST_OFFSETS = 2
 API_VERSIONS = 18
 CREATE_TOPICS = 19
@@ -46,6 +47,8 @@ DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
 DESCRIBE_CLUSTER = 60
+
+FETCH_MAX_BYTES = 50 << 20  # the Java consumer's fetch.max.bytes
 
 # Config resource types (DescribeConfigs / AlterConfigs / IncrementalAlterConfigs).
 TOPIC = 2
@@ -193,6 +196,16 @@ class ListedOffset:
     offset: int = -1
     timestamp: int = -1
     leader_epoch: int = -1
+    error: KafkaError | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchedRecords:
+    """One partition's part of a Fetch answer: its batches as the leader sent them."""
+
+    records: bytes = b""
+    high_watermark: int = -1
+    log_start_offset: int = -1
     error: KafkaError | None = None
 
 
@@ -512,6 +525,45 @@ class Admin:
             return results
 
         return await self._by_leader(list(specs), send, lambda error: ListedOffset(error=error))
+
+    async def fetch_records(self, offsets: Mapping[TopicPartition, int], *, partition_max_bytes: int = 8 << 20) -> dict[TopicPartition, FetchedRecords]:
+        """The batches from each partition's offset on, up to ``partition_max_bytes`` each (at least
+        one whole batch, KIP-74), as its leader sends them: one Fetch per leader, as a consumer
+        (replica id -1), read_uncommitted (every batch below the high watermark, control batches
+        included), without waiting for data."""
+
+        async def send(leader: int, partitions: list[TopicPartition]) -> dict[TopicPartition, FetchedRecords]:
+            fields = {
+                "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": max(FETCH_MAX_BYTES, partition_max_bytes), "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                "topics": [
+                    {"topic": topic, "partitions": [
+                        {"partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": offsets[tp], "last_fetched_epoch": -1,
+                         "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
+                        for tp in tps
+                    ]}
+                    for topic, tps in _by_topic(partitions).items()
+                ],
+            }
+            try:
+                answer = await self.cluster.call(leader, FETCH, fields, at_least=4)
+            except KafkaError as exc:
+                return {tp: FetchedRecords(error=exc) for tp in partitions}
+            code = error_code(answer.error_code) if hasattr(answer, "error_code") else 0
+            if code:
+                return {tp: FetchedRecords(error=failure(code)) for tp in partitions}
+            results = {}
+            for topic in answer.responses:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.topic, int(p.partition_index))
+                    code = error_code(p.error_code)
+                    if code:
+                        results[tp] = FetchedRecords(error=failure(code))
+                    else:
+                        results[tp] = FetchedRecords(bytes(p.records or b""), int(p.high_watermark), int(getattr(p, "log_start_offset", -1)))
+            return results
+
+        return await self._by_leader(list(offsets), send, lambda error: FetchedRecords(error=error))
 
     async def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, DeletedRecords]:
         """Move each partition's log start offset up to the given offset (-1: the high watermark)."""

@@ -37,6 +37,13 @@ written with a change notification that live brokers follow (``kcli.tools.config
 str | null, "source": str, "sensitive": bool, "read_only": bool, "synonyms": [{"name": str,
 "value": str | null, "source": str}]}]}``, the configs the plain lines would list, sorted by name;
 sources are Kafka's names (DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...).
+
+kcli's own additions to ``--describe`` (``config_provenance``): ``--provenance`` appends
+`` source=SOURCE`` to each config line, the Kafka source name of the value in effect (the first
+of its synonyms: DEFAULT_CONFIG, STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+DYNAMIC_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG); the line before it stays Kafka's byte for byte.
+``--only-overrides`` describes as ``--all`` does but keeps only the configs whose value is not
+Kafka's default, wherever it is set. In JSON each config then has ``"provenance": str``.
 """
 
 from __future__ import annotations
@@ -94,6 +101,8 @@ def configs(
     ip: Annotated[Optional[str], typer.Option("--ip", help="An IP address: not supported.")] = None,
     ip_defaults: Annotated[bool, typer.Option("--ip-defaults", help="IP defaults: not supported.")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per entity (--describe).")] = Format.plain,
+    provenance: Annotated[bool, typer.Option("--provenance", help="With --describe (kcli's own): end each config line with source=SOURCE, where its value comes from: DEFAULT_CONFIG (Kafka's default), STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_BROKER_CONFIG or DYNAMIC_TOPIC_CONFIG (the first of its synonyms).")] = False,
+    only_overrides: Annotated[bool, typer.Option("--only-overrides", help="With --describe (kcli's own): every config as --all, but only those whose value is not Kafka's default (set in server.properties, dynamically for the brokers or one broker, or on the topic).")] = False,
 ) -> None:
     from kcli.errors import KcliError, UsageError
     from kcli.output import Output
@@ -111,6 +120,11 @@ def configs(
         for used, other in (("alter", alter), ("add-config", add_config is not None), ("delete-config", bool(delete_config))):
             if other:
                 raise UsageError(f'Option "[describe]" can\'t be used with option "[{used}]"')
+    for used, on in (("provenance", provenance), ("only-overrides", only_overrides)):
+        if on and not describe:
+            raise UsageError(f'Option "[{used}]" can only be used with option "[describe]"')
+        if on and zookeeper is not None and bootstrap_server is None:
+            raise UsageError(f"--bootstrap-server must be specified for --{used}")
     duplicates = sorted({t for t in types if types.count(t) > 1}, key=types.index)
     if duplicates:
         raise UsageError(f"Duplicate entity type(s) specified: {','.join(duplicates)}")
@@ -194,7 +208,7 @@ def configs(
                 _alter(session, out, entity_kind, names[0], additions, deletions)
         else:
             with AdminSession(settings) as session:
-                failed = _describe(session, out, entity_kind, names[0] if names else None, all_)
+                failed = _describe(session, out, entity_kind, names[0] if names else None, all_ or only_overrides, provenance=provenance, only_overrides=only_overrides)
             if failed:
                 raise typer.Exit(1)
     finally:
@@ -204,9 +218,10 @@ def configs(
 # -- describe ----------------------------------------------------------------------------------------
 
 
-def _describe(session, out, kind: str, name: str | None, describe_all: bool) -> bool:
+def _describe(session, out, kind: str, name: str | None, describe_all: bool, *, provenance: bool = False, only_overrides: bool = False) -> bool:
     """Describe one entity, or every entity of ``kind``; True when any of them failed."""
     from kcli.java_compat import hash_map_order
+    from kcli.tools import config_provenance
 
     if name is not None:
         entities = [name]
@@ -231,6 +246,8 @@ def _describe(session, out, kind: str, name: str | None, describe_all: bool) -> 
             out.diag(f"Error: {exc}")
             failed = True
             continue
+        if only_overrides:
+            entries = [e for e in entries if config_provenance.is_override(e)]
         if out.json:
             out.obj(
                 {
@@ -245,6 +262,7 @@ def _describe(session, out, kind: str, name: str | None, describe_all: bool) -> 
                             "read_only": e.read_only,
                             "synonyms": [{"name": s.name, "value": s.value, "source": s.source.name} for s in e.synonyms],
                         }
+                        | ({"provenance": config_provenance.provenance(e)} if provenance or only_overrides else {})
                         for e in entries
                     ],
                 }
@@ -252,7 +270,8 @@ def _describe(session, out, kind: str, name: str | None, describe_all: bool) -> 
             continue
         for e in entries:
             synonyms = ", ".join(f"{s.source.name}:{s.name}={_text(s.value)}" for s in e.synonyms)
-            out.line(f"  {e.name}={_text(e.value)} sensitive={'true' if e.sensitive else 'false'} synonyms={{{synonyms}}}")
+            line = f"  {e.name}={_text(e.value)} sensitive={'true' if e.sensitive else 'false'} synonyms={{{synonyms}}}"
+            out.line(f"{line} source={config_provenance.provenance(e)}" if provenance else line)
     return failed
 
 

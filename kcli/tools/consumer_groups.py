@@ -39,11 +39,28 @@ prints ``-``):
                          (partition null for a topic whose partitions could not be found)
 
 A group that does not exist (Dead) has no object; its error goes to stderr.
+
+kcli's own, with ``--describe`` (offsets): ``--lag-time`` adds a ``LAG-TIME-MS`` column after
+``LAG`` (``"lagTimeMs"`` in JSON): how old, in ms, the oldest record the group has not consumed
+is, from the timestamp of the record at its committed offset (``consumer_groups_lag``); 0 when
+nothing is left, ``-`` when unknown. ``--watch SECONDS`` describes again every SECONDS until
+stopped (Ctrl-C: exit 130; SIGTERM: 143), with a ``TREND`` column last (``"lagChange"``): the
+lag's change since the previous round (``+N``, ``-N``, ``0``; ``-`` in the first). On a terminal
+the screen is redrawn each round; otherwise the tables follow one another.
+
+``--delete --inactive-for DURATION`` (kcli's own, with ``--all-groups`` or ``--group``s to choose
+from) deletes the Empty groups whose newest offset commit is older than DURATION
+(``consumer_groups_prune`` says what counts as activity); ``--dry-run`` prints the plan only.
+Plain: ``GROUP``, ``STATE``, ``NEWEST-COMMIT`` (ISO 8601, UTC) and ``INACTIVE-FOR`` (ms) of each
+group in the plan, then Kafka's deletion lines (or ``Dry run: N consumer group(s) would be
+deleted.``); JSON: ``{"group", "state", "newestCommit": ms, "inactiveMs", "deleted": bool,
+"error": str | null}`` per group.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -140,6 +157,9 @@ def consumer_groups(
     from_file: Annotated[Optional[str], typer.Option("--from-file", help="Reset offsets to values defined in CSV file.")] = None,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's text; json: one JSON object per group (or partition), shapes in the module's documentation.")] = Format.plain,
     zookeeper: Annotated[Optional[str], typer.Option("--zookeeper", help="Old (ZooKeeper-based) consumer groups, as Kafka 1.1's tool showed them: --list, or --describe --group G. REQUIRED unless --bootstrap-server is given.")] = None,
+    lag_time: Annotated[bool, typer.Option("--lag-time", help="With --describe (kcli's own): a LAG-TIME-MS column, how old the oldest unconsumed record is (its timestamp, read at the committed offset).")] = False,
+    inactive_for: Annotated[Optional[str], typer.Option("--inactive-for", metavar="DURATION", help="With --delete (kcli's own): delete only the Empty groups whose newest offset commit (their last activity: the newest commitTimestamp in __consumer_offsets; a group without any commit is kept) is older than DURATION (7d, 36h, 30m, 45s, 500ms or PT36H); --dry-run prints the plan.")] = None,
+    watch: Annotated[Optional[float], typer.Option("--watch", metavar="SECONDS", help="With --describe (kcli's own): describe again every SECONDS until stopped, with the lag's change (TREND); redrawn on a terminal.")] = None,
 ) -> None:
     if zookeeper is not None:
         _old_consumer_groups(zookeeper, bootstrap_server, list_groups, describe, list(group or []),
@@ -152,6 +172,7 @@ def consumer_groups(
         offsets=offsets, state=state, group_type=group_type, timeout_ms=timeout, dry_run=dry_run, execute=execute,
         export=export, to_offset=to_offset, to_earliest=to_earliest, to_latest=to_latest, to_current=to_current,
         shift_by=shift_by, to_datetime=to_datetime, by_duration=by_duration, from_file=from_file, json=output is Format.json,
+        lag_time=lag_time, watch=watch, inactive_for=inactive_for,
     )
     check_args(options)
     if not run(options):
@@ -209,6 +230,9 @@ class Options:
     by_duration: str | None = None
     from_file: str | None = None
     json: bool = False
+    lag_time: bool = False
+    watch: float | None = None
+    inactive_for: str | None = None
 
     def scenarios(self) -> list[str]:
         """The reset scenarios given, in the order Kafka checks them for conflicts."""
@@ -236,6 +260,19 @@ def check_args(o: Options) -> None:
         raise UsageError("Option(s) [type] are unavailable given other options on the command line")
     if o.timeout_ms < 0:
         raise UsageError(f"--timeout must not be negative, got {o.timeout_ms}")
+    for flag, present in (("lag-time", o.lag_time), ("watch", o.watch is not None)):
+        if present and (not o.describe or o.members or o.state is not None):
+            raise UsageError(f"Option [{flag}] can only be used with [describe] of offsets (not with [members] or [state])")
+    if o.inactive_for is not None:
+        if not o.delete:
+            raise UsageError("Option [inactive-for] can only be used with [delete]")
+        from kcli.tools.consumer_groups_prune import parse_inactive_for
+
+        parse_inactive_for(o.inactive_for)
+    if o.dry_run and o.delete and o.inactive_for is None:
+        raise UsageError("Option [dry-run] can only be used with [delete] together with [inactive-for]")
+    if o.watch is not None and not o.watch > 0:
+        raise UsageError(f"--watch takes a number of seconds above 0, not {o.watch:g}")
     group_scope = "[all-groups], [group]"
     if o.describe:
         if not o.groups and not o.all_groups:
@@ -387,6 +424,7 @@ class GroupCommand:
         self.runner = runner
         self.out = out
         self.ok = True
+        self._prune_plan: dict[str, tuple[int, int]] | None = None  # --inactive-for: newest commit, inactive ms
 
     def error(self, message: str) -> None:
         self.ok = False
@@ -448,6 +486,10 @@ class GroupCommand:
     # -- --describe ------------------------------------------------------------------------------------
 
     def describe(self) -> bool:
+        if self.o.watch is not None:
+            from kcli.tools.consumer_groups_watch import watch
+
+            return watch(self, self.o.watch)
         ids = self.group_ids()
         groups = self.describe_all(ids)
         if self.o.members:
@@ -473,7 +515,9 @@ class GroupCommand:
                 return False
         return rows > 0 or self.o.json
 
-    def describe_offsets(self, groups: dict[str, GroupDescription]) -> None:
+    def describe_offsets(self, groups: dict[str, GroupDescription], previous: dict | None = None) -> dict:
+        """Kafka's offsets table per group; with ``previous`` (``--watch``: the lags of the round
+        before) a TREND column. The lags shown, by (group, partition)."""
         from kcli.client.admin import LATEST, ListedOffset
 
         plans: dict[str, list[tuple[TopicPartition, str | None, str | None, str | None]]] = {}
@@ -492,6 +536,9 @@ class GroupCommand:
             plans[group_id] = rows
         every = {tp for rows in plans.values() for tp, *_ in rows}
         ends = self.runner.run(self.admin.list_offsets(every, LATEST)) if every else {}
+        timestamps = self.lag_timestamps(plans, committed_by_group, ends) if self.o.lag_time else {}
+        now_ms = int(time.time() * 1000)
+        lags = {}
         for group_id, group in groups.items():
             rows = plans[group_id]
             if not self.should_print(group_id, group.state, len(rows)):
@@ -503,10 +550,19 @@ class GroupCommand:
                 end = ends.get(tp)
                 end_offset = end.offset if isinstance(end, ListedOffset) else None
                 lag = end_offset - offset if offset is not None and offset != -1 and end_offset is not None else None
-                records.append({
+                record = {
                     "topic": tp.topic, "partition": tp.partition, "currentOffset": offset, "logEndOffset": end_offset,
                     "lag": lag, "consumerId": consumer_id, "host": host, "clientId": client_id,
-                })
+                }
+                if self.o.lag_time:
+                    from kcli.tools.consumer_groups_lag import lag_time_ms
+
+                    record["lagTimeMs"] = lag_time_ms(now_ms, lag, timestamps.get((tp, offset)))
+                if previous is not None:
+                    before = previous.get((group_id, tp))
+                    record["lagChange"] = lag - before if lag is not None and before is not None else None
+                lags[(group_id, tp)] = lag
+                records.append(record)
             if self.o.json:
                 self.out.obj({"group": group_id, "state": group.state, "coordinator": node_json(group), "partitions": records})
                 continue
@@ -520,7 +576,34 @@ class GroupCommand:
                 max([15, len(group_id)]), max([15] + [len(r[1]) for r in table]), 10, 15, 15, 15,
                 max([15] + [len(r[6]) for r in table]), max([15] + [len(r[7]) for r in table]), 0,
             ]
+            if self.o.lag_time:
+                headers.insert(6, "LAG-TIME-MS")
+                widths.insert(6, 15)
+                for row, r in zip(table, records):
+                    row.insert(6, text(r["lagTimeMs"]))
+            if previous is not None:
+                headers.append("TREND")
+                widths[-1] = max([15, len(headers[-2])] + [len(row[-1]) for row in table])
+                widths.append(0)
+                for row, r in zip(table, records):
+                    change = r["lagChange"]
+                    row.append(MISSING if change is None else f"{change:+d}" if change else "0")
             self.table(headers, table, [pad_all(headers, widths)] + [pad_all(r, widths) for r in table])
+        return lags
+
+    def lag_timestamps(self, plans, committed_by_group, ends) -> dict:
+        """The timestamps of the records at the committed offsets that have a lag."""
+        from kcli.client.admin import ListedOffset
+        from kcli.tools.consumer_groups_lag import record_timestamps
+
+        wanted: dict = {}
+        for group_id, rows in plans.items():
+            committed = committed_by_group.get(group_id, {})
+            for tp, *_ in rows:
+                end = ends.get(tp)
+                if tp in committed and committed[tp].offset >= 0 and isinstance(end, ListedOffset) and end.offset > committed[tp].offset:
+                    wanted.setdefault(tp, set()).add(committed[tp].offset)
+        return self.runner.run(record_timestamps(self.admin.cluster, wanted)) if wanted else {}
 
     def describe_members(self, groups: dict[str, GroupDescription]) -> None:
         verbose = self.o.verbose
@@ -580,12 +663,21 @@ class GroupCommand:
 
     def delete_groups(self) -> bool:
         ids = self.group_ids()
+        if self.o.inactive_for is not None:
+            ids = self.inactive_groups(ids)
+            if not ids:
+                return self.ok
         results = self.runner.run(self.admin.delete_groups(ids))
         deleted = [g for g, error in results.items() if error is None]
         failed = {g: error for g, error in results.items() if error is not None}
         if self.o.json:
+            pruned = self._prune_plan
             for group_id, error in results.items():
-                self.out.obj({"group": group_id, "deleted": error is None, "error": None if error is None else failure_text(error)})
+                done = {"group": group_id, "deleted": error is None, "error": None if error is None else failure_text(error)}
+                if pruned is not None:
+                    newest_ms, inactive = pruned[group_id]
+                    done = {"group": group_id, "state": "Empty", "newestCommit": newest_ms, "inactiveMs": inactive, **done}
+                self.out.obj(done)
             self.ok = not failed
             return self.ok
         if not failed:
@@ -597,6 +689,40 @@ class GroupCommand:
         if deleted:
             self.out.line("\nThese consumer groups were deleted successfully: " + ", ".join(f"'{g}'" for g in deleted))
         return False
+
+    def inactive_groups(self, ids: list[str]) -> list[str]:
+        """``--inactive-for``: the plan printed, and the groups to delete (none with --dry-run)."""
+        from datetime import datetime, timezone
+
+        from kcli.tools.consumer_groups_prune import newest_commits, parse_inactive_for
+
+        inactive_ms = parse_inactive_for(self.o.inactive_for)
+        groups = self.describe_all(ids)
+        empty = {g for g, d in groups.items() if d.state == "Empty"}
+        newest = self.runner.run(newest_commits(self.admin.cluster, empty)) if empty else {}
+        now_ms = int(time.time() * 1000)
+        plan = sorted(g for g in empty if g in newest and now_ms - newest[g] > inactive_ms)
+        if self.o.json:
+            if self.o.dry_run:
+                for g in plan:
+                    self.out.obj({"group": g, "state": "Empty", "newestCommit": newest[g], "inactiveMs": now_ms - newest[g], "deleted": False, "error": None})
+                return []
+            self._prune_plan = {g: (newest[g], now_ms - newest[g]) for g in plan}
+            return plan
+        if not plan:
+            self.out.line(f"No consumer group has been inactive for {self.o.inactive_for}.")
+            return []
+        headers = ["GROUP", "STATE", "NEWEST-COMMIT", "INACTIVE-FOR"]
+        rows = [
+            [g, "Empty", datetime.fromtimestamp(newest[g] / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", str(now_ms - newest[g])]
+            for g in plan
+        ]
+        widths = [max([15] + [len(g) for g in plan]), 15, 25, 0]
+        self.table(headers, rows, [pad_all(headers, widths)] + [pad_all(r, widths) for r in rows])
+        if self.o.dry_run:
+            self.out.line(f"Dry run: {len(plan)} consumer group(s) would be deleted.")
+            return []
+        return plan
 
     # -- --delete-offsets ------------------------------------------------------------------------------
 

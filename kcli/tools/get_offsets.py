@@ -20,6 +20,16 @@ otherwise), and per failed partition ``Skip getting offsets for topic-partition 
 "partition": int, "offset": int, "timestamp": int | null, "leader_epoch": int | null}``
 (``timestamp``: the matched record's, for ``max-timestamp`` and timestamps; null when the broker
 gives none).
+
+``--count`` (kcli's own) prints the records really in each partition instead of an offset,
+``topic:partition:N`` in the same order, then ``total:N``: counted from batch headers
+(``record_counts``), through Fetch from the leaders, or with ``--log-dirs`` from a broker's
+segment files (``get_offsets_command`` does that work). ``--isolation-level`` says which records
+count: ``read_committed`` (default) those a read_committed consumer reads, non-transactional and
+committed ones; ``read_uncommitted`` also those of aborted and still open transactions. Control
+batches are never counted. With ``--output json``: ``{"topic", "partition", "count",
+"committed", "aborted", "open", "start_offset", "end_offset", "batches", "control_batches"}`` per
+partition, then ``{"total", "aborted", "open"}``.
 """
 
 from __future__ import annotations
@@ -48,10 +58,13 @@ def get_offsets(
     topic_partitions: Annotated[Optional[str], typer.Option("--topic-partitions", help="Comma-separated topic-partition patterns: topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3 (topic regex, then a partition, range, lower or upper bound).")] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic (a regex) to get offsets for; every topic without it. Not with --topic-partitions.")] = None,
     partitions: Annotated[Optional[str], typer.Option("--partitions", help="Comma-separated partition ids; every partition without it. Not with --topic-partitions.")] = None,
-    time: Annotated[str, typer.Option("--time", help="<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / -5 or latest-tiered.")] = "latest",
+    time: Annotated[Optional[str], typer.Option("--time", help="<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / -5 or latest-tiered.", show_default="latest")] = None,
     command_config: CommandConfigOpt = None,
     exclude_internal_topics: Annotated[bool, typer.Option("--exclude-internal-topics", help="Leave out internal topics (included by default).")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's topic:partition:offset lines; json: one JSON object per partition.")] = Format.plain,
+    count: Annotated[bool, typer.Option("--count", help=COUNT_HELP)] = False,
+    log_dirs: Annotated[Optional[str], typer.Option("--log-dirs", help="With --count: count from the segment files of these log dirs (one broker's log.dirs, comma-separated) instead of through a broker.")] = None,
+    isolation_level: Annotated[Optional[str], typer.Option("--isolation-level", help="With --count: read_committed (default) counts non-transactional and committed records, what a read_committed consumer reads; read_uncommitted adds those of aborted and open transactions.")] = None,
 ) -> None:
     from kcli.errors import KcliError, UsageError
     from kcli.output import Output
@@ -60,24 +73,34 @@ def get_offsets(
     try:
         try:
             servers = bootstrap_server if bootstrap_server is not None else broker_list
-            if servers is None:
+            _check_count_args(count, servers, time, log_dirs, isolation_level)
+            if servers is None and log_dirs is None:
                 raise UsageError("Missing required option(s) [bootstrap-server]")
-            _validate_bootstrap(servers)
+            if servers is not None:
+                _validate_bootstrap(servers)
             if topic_partitions is not None and (topic is not None or partitions is not None):
                 raise UsageError("--topic-partitions cannot be used with --topic or --partitions")
-            spec = parse_time(time)
+            spec = parse_time(time if time is not None else "latest")
             if topic_partitions is not None:
                 selector = _PatternList(topic_partitions)
             else:
                 selector = _TopicAndPartitions(topic if topic is not None else ".*", _partition_set(partitions))
-            from kcli.tools._admin_common import client_settings, load_command_config
+            if log_dirs is None:
+                from kcli.tools._admin_common import client_settings, load_command_config
 
-            settings = client_settings(load_command_config(command_config), bootstrap=servers, client_id="GetOffsetShell", warn=out.diag)
+                settings = client_settings(load_command_config(command_config), bootstrap=servers, client_id="GetOffsetShell", warn=out.diag)
         except KcliError as exc:
             out.diag(f"Error occurred: {exc}")
             raise typer.Exit(exc.exit_code) from None
         try:
-            ok = _fetch_and_print(out, settings, selector, spec, exclude_internal_topics)
+            if count:
+                read_committed = isolation_level != "read_uncommitted"
+                if log_dirs is not None:
+                    ok = _count_files(out, [d for d in log_dirs.split(",") if d.strip()], selector, exclude_internal_topics, read_committed)
+                else:
+                    ok = _count_online(out, settings, selector, exclude_internal_topics, read_committed)
+            else:
+                ok = _fetch_and_print(out, settings, selector, spec, exclude_internal_topics)
         except KcliError as exc:
             out.diag(f"Error occurred: {exc}")
             raise typer.Exit(1) from None
@@ -87,23 +110,75 @@ def get_offsets(
         out.flush()
 
 
-def _fetch_and_print(out, settings, selector, spec: int, exclude_internal: bool) -> bool:
+COUNT_HELP = (
+    "Print the records really in each partition (and the total) instead of an offset: counted from batch headers, never "
+    "decompressing, so compaction gaps, deleted records and transaction markers do not count; control batches are not "
+    "records; aborted records are left out (a read_committed consumer never gets them), see --isolation-level."
+)
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+def _check_count_args(count: bool, servers: str | None, time: str | None, log_dirs: str | None, isolation_level: str | None) -> None:
+    from kcli.errors import UsageError
+
+    if not count:
+        for flag, value in (("--log-dirs", log_dirs), ("--isolation-level", isolation_level)):
+            if value is not None:
+                raise UsageError(f"{flag} can only be used with --count")
+        return
+    if time is not None:
+        raise UsageError("--time cannot be used with --count")
+    if log_dirs is not None and servers is not None:
+        raise UsageError("--log-dirs cannot be used with --bootstrap-server or --broker-list")
+    if log_dirs is not None and not log_dirs.strip():
+        raise UsageError("--log-dirs needs at least one directory")
+    if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
+        raise UsageError(f"--isolation-level must be read_committed or read_uncommitted, not {isolation_level}")
+
+
+def _matched(session, selector, exclude_internal: bool) -> list:
     from kcli.client.admin import TopicPartition
     from kcli.errors import KcliError
+
+    topics = session.run(session.admin.list_topics(include_internal=not exclude_internal))
+    chosen = [name for name in topics if selector.allows_topic(name)]
+    described = session.run(session.admin.describe_topics(chosen)) if chosen else {}
+    wanted = []
+    for name in chosen:
+        info = described[name]
+        if isinstance(info, Exception):
+            raise info
+        wanted += [TopicPartition(name, p) for p in info.partitions if selector.allows(name, p)]
+    if not wanted:
+        raise KcliError("Could not match any topic-partitions with the specified filters")
+    return wanted
+
+
+def _count_online(out, settings, selector, exclude_internal: bool, read_committed: bool) -> bool:
+    from kcli.tools._admin_common import AdminSession
+    from kcli.tools.get_offsets_command import count_online, print_counts
+
+    with AdminSession(settings) as session:
+        counts = count_online(session, _matched(session, selector, exclude_internal))
+    return print_counts(out, counts, read_committed)
+
+
+def _count_files(out, log_dirs: list[str], selector, exclude_internal: bool, read_committed: bool) -> bool:
+    from kcli.errors import KcliError
+    from kcli.common import is_internal
+    from kcli.tools.get_offsets_command import count_files, partition_dirs, print_counts
+
+    dirs = partition_dirs(log_dirs, lambda topic, p: selector.allows(topic, p) and not (exclude_internal and is_internal(topic)))
+    if not dirs:
+        raise KcliError("Could not match any topic-partitions with the specified filters")
+    return print_counts(out, count_files(dirs), read_committed)
+
+
+def _fetch_and_print(out, settings, selector, spec: int, exclude_internal: bool) -> bool:
     from kcli.tools._admin_common import AdminSession
 
     with AdminSession(settings) as session:
-        topics = session.run(session.admin.list_topics(include_internal=not exclude_internal))
-        chosen = [name for name in topics if selector.allows_topic(name)]
-        described = session.run(session.admin.describe_topics(chosen)) if chosen else {}
-        wanted = []
-        for name in chosen:
-            info = described[name]
-            if isinstance(info, Exception):
-                raise info
-            wanted += [TopicPartition(name, p) for p in info.partitions if selector.allows(name, p)]
-        if not wanted:
-            raise KcliError("Could not match any topic-partitions with the specified filters")
+        wanted = _matched(session, selector, exclude_internal)
         results = session.run(session.admin.list_offsets({tp: spec for tp in wanted}))
     ok = True
     for tp in sorted(wanted, key=str):

@@ -19,6 +19,14 @@ on stderr and exit 1.
 "error": str | null, "total_bytes": int, "usable_bytes": int, "partitions": [{"topic": str,
 "partition": int, "size": int, "offset_lag": int, "is_future": bool}]}`` (brokers, dirs and
 partitions sorted).
+
+``--totals`` (kcli's own, ``log_dir_sizes``) adds, after Kafka's lines (unchanged), one line per
+broker queried, by id: ``Broker: 0\tLogDirs: 1\tOfflineLogDirs: 0\tPartitions: 12\tSize: N\t
+FuturePartitions: 0\tFutureSize: N`` (bytes of the partitions of ``--topic-list``, or of all;
+future replicas, moves between log dirs in progress, apart). With ``--output json`` it writes one
+object per broker instead of one per log dir: ``{"broker": int, "log_dirs": int,
+"offline_log_dirs": int, "partitions": int, "size": int, "future_partitions": int,
+"future_size": int}``.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ def log_dirs(
     topic_list: Annotated[str, typer.Option("--topic-list", help='The list of topics to be queried in the form "topic1,topic2,topic3". All topics will be queried if no topic list is specified')] = "",
     broker_list: Annotated[str, typer.Option("--broker-list", help='The list of brokers to be queried in the form "0,1,2". All brokers in the cluster will be queried if no broker list is specified')] = "",
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per log dir.")] = Format.plain,
+    totals: Annotated[bool, typer.Option("--totals", help="With --describe (kcli's own): after Kafka's lines, one line per broker adding up its log dirs: partitions and their bytes.")] = False,
 ) -> None:
     from kcli.errors import UsageError
 
@@ -55,4 +64,4 @@ def log_dirs(
         raise UsageError('Missing required argument "[describe]"')
     from kcli.tools.log_dirs_command import run
 
-    run(bootstrap_server, command_config, topic_list, broker_list, output)
+    run(bootstrap_server, command_config, topic_list, broker_list, output, totals)

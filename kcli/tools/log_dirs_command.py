@@ -19,7 +19,7 @@ class LogDirsError(KcliError):
     """A failure LogDirsCommand reports in its own words (printed as they are)."""
 
 
-def run(bootstrap_server: str, command_config: str | None, topic_list: str, broker_list: str, fmt: Format) -> None:
+def run(bootstrap_server: str, command_config: str | None, topic_list: str, broker_list: str, fmt: Format, totals: bool = False) -> None:
     from kcli.tools._admin_common import AdminSession, client_settings, load_command_config
 
     out = Output(fmt)
@@ -53,11 +53,15 @@ def run(bootstrap_server: str, command_config: str | None, topic_list: str, brok
         except KcliError as exc:
             out.diag(f"Error: {exc}")
             raise typer.Exit(exc.exit_code) from None
-        if out.json:
+        if out.json and totals:
+            _print_totals(out, answers, topics)
+        elif out.json:
             _print_json(out, answers, topics)
         else:
             out.line(f"Received log directory information from brokers {_joined(queried)}")
             out.line(json.dumps(kafka_json(answers, topics), separators=(",", ":"), ensure_ascii=False))
+            if totals:
+                _print_totals(out, answers, topics)
     finally:
         out.flush()
 
@@ -113,4 +117,22 @@ def _print_json(out: Output, answers: dict[int, Any], topics: set[str]) -> None:
                         if not topics or tp.topic in topics
                     ],
                 }
+            )
+
+
+def _print_totals(out: Output, answers: dict[int, Any], topics: set[str]) -> None:
+    from kcli.tools.log_dir_sizes import broker_totals
+
+    for total in broker_totals(answers, topics):
+        if out.json:
+            out.obj(
+                {
+                    "broker": total.broker, "log_dirs": total.log_dirs, "offline_log_dirs": total.offline_log_dirs, "partitions": total.partitions,
+                    "size": total.size, "future_partitions": total.future_partitions, "future_size": total.future_size,
+                }
+            )
+        else:
+            out.line(
+                f"Broker: {total.broker}\tLogDirs: {total.log_dirs}\tOfflineLogDirs: {total.offline_log_dirs}\tPartitions: {total.partitions}"
+                f"\tSize: {total.size}\tFuturePartitions: {total.future_partitions}\tFutureSize: {total.future_size}"
             )

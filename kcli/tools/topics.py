@@ -35,6 +35,12 @@ accepted and ignored with ``--bootstrap-server``, as Kafka's admin-client path i
   holds the same non-default configs as ``Configs:`` (null when the broker cannot describe
   configs). With a partition filter only topics with matching partitions appear, holding only
   those; with ``--topics-with-overrides`` only topics with overrides, with all their partitions.
+
+``--describe --size`` (kcli's own, ``log_dir_sizes``) asks every live broker's DescribeLogDirs and
+adds ``\tSize: N\tLeaderSize: N`` (bytes) to the topic line, before ``Configs:``, and to the end of
+each partition line: ``Size`` all replicas summed (future ones too), ``LeaderSize`` the leader's
+replica alone (``N/A`` when unknown); in JSON ``"size": {"replicas": int, "leader": int | null}``
+on the topic and on each partition. Without it every line stays Kafka's.
 """
 
 from __future__ import annotations
@@ -105,6 +111,7 @@ def topics(
     force: Annotated[bool, typer.Option("--force", hidden=True, help="Accepted and ignored (Kafka 2.x).")] = False,
     disable_rack_aware: Annotated[bool, typer.Option("--disable-rack-aware", help="With --zookeeper --create, place replicas without the brokers' racks (ignored with --bootstrap-server).")] = False,
     output: Annotated[Format, typer.Option("--output", help="plain: Kafka's lines; json: one JSON object per topic (--list, --describe).")] = Format.plain,
+    size: Annotated[bool, typer.Option("--size", help="With --describe (kcli's own): each topic's and partition's size on disk from DescribeLogDirs, all replicas summed (Size) and the leader's replica alone (LeaderSize).")] = False,
 ) -> None:
     from kcli.output import Output
 
@@ -117,7 +124,7 @@ def topics(
         "under-replicated-partitions": under_replicated_partitions, "unavailable-partitions": unavailable_partitions,
         "under-min-isr-partitions": under_min_isr_partitions, "at-min-isr-partitions": at_min_isr_partitions,
         "topics-with-overrides": topics_with_overrides, "if-exists": if_exists, "if-not-exists": if_not_exists,
-        "exclude-internal": exclude_internal,
+        "exclude-internal": exclude_internal, "size": size,
     }
     out = Output(output)
     _check_args(given)
@@ -146,6 +153,7 @@ def topics(
             command.describe(
                 {name: flag for name, flag in zip(REPORT_FILTERS, (under_replicated_partitions, under_min_isr_partitions, at_min_isr_partitions, unavailable_partitions))},
                 topics_with_overrides,
+                size,
             )
         else:
             command.delete()
@@ -236,6 +244,7 @@ def _check_args(given: dict[str, bool]) -> None:
     refuse("if-exists", ("alter", "delete", "describe"))
     refuse("if-not-exists", ("create",))
     refuse("exclude-internal", ("list", "describe"))
+    refuse("size", ("describe",), ("zookeeper",))
 
 
 class ActionFailed(Exception):
@@ -411,10 +420,10 @@ class _TopicCommand(TopicService):
 
     # -- describe ------------------------------------------------------------------------------------
 
-    def describe(self, reports: dict[str, bool], overrides_only: bool) -> None:
-        self._guard(lambda: self._describe(reports, overrides_only))
+    def describe(self, reports: dict[str, bool], overrides_only: bool, size: bool = False) -> None:
+        self._guard(lambda: self._describe(reports, overrides_only, size))
 
-    def _describe(self, reports: dict[str, bool], overrides_only: bool) -> None:
+    def _describe(self, reports: dict[str, bool], overrides_only: bool, size: bool) -> None:
         from kcli.client.admin import TOPIC, ConfigResource
         from kcli.errors import ErrorCode
         from kcli.common import uuid_from_string
@@ -455,16 +464,33 @@ class _TopicCommand(TopicService):
                 raise result.error
             topic_configs[resource.name] = result
         live = set(self._run(self.admin.describe_cluster()).nodes)
-        printer = _Describer(self.out, reports, overrides_only, live)
+        sizes = self._sizes(descriptions, live) if size else None
+        printer = _Describer(self.out, reports, overrides_only, live, sizes)
         for info in descriptions:
             printer.topic(info, topic_configs[info.name])
 
 
-class _Describer:
-    """Kafka's DescribeOptions with TopicDescription / PartitionDescription printing."""
+    def _sizes(self, descriptions, live: set[int]):
+        """Every partition's size from the live brokers' DescribeLogDirs; a broker that fails
+        is one warning on stderr, its replicas left out."""
+        from kcli.common import TopicPartition
+        from kcli.tools.log_dir_sizes import partition_sizes
 
-    def __init__(self, out, reports: dict[str, bool], overrides_only: bool, live_brokers: set[int]) -> None:
+        answers = self._run(self.admin.describe_log_dirs(sorted(live)))
+        for broker, answer in sorted(answers.items()):
+            if isinstance(answer, Exception):
+                self.out.diag(f"WARNING: broker {broker} did not describe its log dirs ({answer}): its replicas are left out of the sizes")
+        leaders = {TopicPartition(info.name, p): part.leader for info in descriptions for p, part in info.partitions.items()}
+        return partition_sizes(answers, leaders)
+
+
+class _Describer:
+    """Kafka's DescribeOptions with TopicDescription / PartitionDescription printing; with
+    ``sizes`` (``--size``), each topic's and partition's size on disk too."""
+
+    def __init__(self, out, reports: dict[str, bool], overrides_only: bool, live_brokers: set[int], sizes=None) -> None:
         self.out = out
+        self.sizes = sizes
         self.reports = reports
         self.overrides_only = overrides_only
         self.live = live_brokers
@@ -483,36 +509,48 @@ class _Describer:
         min_isr = _min_isr(config)
         partitions = [info.partitions[p] for p in sorted(info.partitions)]
         shown = [p for p in partitions if self._shows_partition(p, min_isr)] if self.describe_partitions else []
+        sizes = None
+        if self.sizes is not None:
+            from kcli.common import TopicPartition
+            from kcli.tools.log_dir_sizes import total_size
+
+            sizes = {p.partition: self.sizes[TopicPartition(info.name, p.partition)] for p in partitions}
+            total = total_size(sizes.values())
         show_summary = self.describe_configs and (not self.overrides_only or bool(non_default)) and bool(partitions)
         if self.out.json:
             if not show_summary and not shown:
                 return
-            self.out.obj(
-                {
-                    "topic": info.name,
-                    "topic_id": _topic_id(info.topic_id, uuid_to_string),
-                    "internal": info.internal,
-                    "partition_count": len(partitions),
-                    "replication_factor": len(partitions[0].replicas) if partitions else 0,
-                    "configs": None if config is None else non_default,
-                    "partitions": [
-                        {"partition": p.partition, "leader": p.leader if p.leader >= 0 else None, "replicas": list(p.replicas), "isr": list(p.isr), "offline": list(p.offline)}
-                        for p in (shown if not self.describe_configs else partitions)
-                    ],
-                }
-            )
+            described = {
+                "topic": info.name,
+                "topic_id": _topic_id(info.topic_id, uuid_to_string),
+                "internal": info.internal,
+                "partition_count": len(partitions),
+                "replication_factor": len(partitions[0].replicas) if partitions else 0,
+                "configs": None if config is None else non_default,
+                "partitions": [
+                    {"partition": p.partition, "leader": p.leader if p.leader >= 0 else None, "replicas": list(p.replicas), "isr": list(p.isr), "offline": list(p.offline)}
+                    | ({"size": sizes[p.partition].as_json()} if sizes is not None else {})
+                    for p in (shown if not self.describe_configs else partitions)
+                ],
+            }
+            if sizes is not None:
+                described["size"] = total.as_json()
+            self.out.obj(described)
             return
         if show_summary:
             line = f"Topic: {info.name}"
             if info.topic_id is not None and info.topic_id.int != 0:
                 line += f"\tTopicId: {uuid_to_string(info.topic_id)}"
             line += f"\tPartitionCount: {len(partitions)}\tReplicationFactor: {len(partitions[0].replicas)}"
+            if sizes is not None:
+                line += _size_fields(total)
             line += "\tConfigs: " + ",".join(f"{k}={_text(v)}" for k, v in non_default.items())
             self.out.line(line)
         for p in shown:
             self.out.line(
                 f"\tTopic: {info.name}\tPartition: {p.partition}\tLeader: {p.leader if p.leader >= 0 else 'none'}"
                 f"\tReplicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\tElr: N/A\tLastKnownElr: N/A"
+                + (_size_fields(sizes[p.partition]) if sizes is not None else "")
             )
 
     def _shows_partition(self, p, min_isr: int) -> bool:
@@ -525,6 +563,11 @@ class _Describer:
             or (self.reports["under-min-isr-partitions"] and (not has_leader or len(p.isr) < min_isr))
             or (self.reports["at-min-isr-partitions"] and len(p.isr) == min_isr)
         )
+
+
+def _size_fields(size) -> str:
+    """``\tSize: N\tLeaderSize: N`` (bytes; N/A when the leader's replica is unknown)."""
+    return f"\tSize: {size.replicas}\tLeaderSize: {'N/A' if size.leader is None else size.leader}"
 
 
 def _min_isr(config) -> int:
