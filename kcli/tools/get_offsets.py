@@ -68,6 +68,7 @@ def get_offsets(
 ) -> None:
     from kcli.errors import KcliError, UsageError
     from kcli.output import Output
+    from kcli.tools._admin_common import validate_bootstrap_server
 
     out = Output(output)
     try:
@@ -77,7 +78,7 @@ def get_offsets(
             if servers is None and log_dirs is None:
                 raise UsageError("Missing required option(s) [bootstrap-server]")
             if servers is not None:
-                _validate_bootstrap(servers)
+                validate_bootstrap_server(servers)
             if topic_partitions is not None and (topic is not None or partitions is not None):
                 raise UsageError("--topic-partitions cannot be used with --topic or --partitions")
             spec = parse_time(time if time is not None else "latest")
@@ -217,17 +218,6 @@ def parse_time(text: str) -> int:
         f"Malformed time argument {text}. Please use -1 or latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local / "
         "-5 or latest-tiered, or a specified long format timestamp"
     )
-
-
-def _validate_bootstrap(servers: str) -> None:
-    from kcli.errors import UsageError
-
-    if not servers.strip():
-        raise UsageError("Error while validating the bootstrap address")
-    for item in servers.split(","):
-        host, sep, port = item.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise UsageError("Please provide valid host:port like host1:9091,host2:9092")
 
 
 def _partition_set(text: str | None) -> frozenset[int]:
