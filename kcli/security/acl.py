@@ -24,6 +24,7 @@ from kcli.errors import ErrorCode
 from kcli.security.principal import KafkaPrincipal, USER_TYPE
 
 WILDCARD_RESOURCE = "*"
+CLUSTER_NAME = "kafka-cluster"  # the one CLUSTER resource (Kafka's Resource.CLUSTER_NAME)
 WILDCARD_HOST = "*"
 WILDCARD_PRINCIPAL = KafkaPrincipal(USER_TYPE, "*")
 
