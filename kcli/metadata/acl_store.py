@@ -129,6 +129,7 @@ class AclStore:
             ops = [DeleteOp(path, current.zk_version)]
         else:
             return UNKNOWN_VERSION
+        self.store.ensure_path(zk.acl_change_root(resource.pattern_type))
         ops.append(CreateOp(zk.acl_change_path(resource.pattern_type), zk.encode_acl_change(resource), sequence=True))
         ops.extend(DeleteOp(expired) for expired in self._expired_changes(resource.pattern_type))
         results = self.store.multi(ops)

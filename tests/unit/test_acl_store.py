@@ -139,3 +139,31 @@ def test_the_cache_follows_znodes_written_by_anyone(store, caplog):
         assert authorizer.versioned_acls(TEAM) == NO_ACLS
     finally:
         listener.stop()
+
+
+def test_the_authorizer_creates_and_deletes_as_kafkas(tmp_path):
+    from kcli.errors import ErrorCode
+    from kcli.security.acl import AccessControlEntryFilter, AclBinding, AclBindingFilter, ResourcePatternFilter
+
+    with EmbeddedStore(tmp_path) as store:
+        acls = AclStore(store)
+        authorizer = AclAuthorizer()
+        bad = AclBinding(ResourcePattern(ResourceType.UNKNOWN, "x", PatternType.LITERAL), READ_ALICE)
+        deny_bob = AccessControlEntry("User:bob", "*", AclOperation.WRITE, DENY)
+        results = authorizer.create_acls(acls, [AclBinding(ORDERS, READ_ALICE), bad, AclBinding(ORDERS, deny_bob), AclBinding(TEAM, READ_ALICE)])
+        assert [code for code, _ in results] == [ErrorCode.NONE, ErrorCode.INVALID_REQUEST, ErrorCode.NONE, ErrorCode.NONE]
+        assert zk.decode_acls(store.get("/kafka-acl/Topic/orders")[0]) == {READ_ALICE, deny_bob}
+
+        any_entry = AccessControlEntryFilter(None, None, AclOperation.ANY, AclPermissionType.ANY)
+        alice_only = AccessControlEntryFilter("User:alice", None, AclOperation.ANY, AclPermissionType.ANY)
+        # Two filters matching alice's ACL on orders: it counts for the first; MATCH reaches the
+        # prefixed pattern that applies to team-x.
+        deleted = authorizer.delete_acls(acls, [
+            AclBindingFilter(ResourcePatternFilter(ResourceType.TOPIC, "orders", PatternType.LITERAL), alice_only),
+            AclBindingFilter(ResourcePatternFilter(ResourceType.TOPIC, "orders", PatternType.ANY), any_entry),
+            AclBindingFilter(ResourcePatternFilter(ResourceType.TOPIC, "team-x", PatternType.MATCH), any_entry),
+        ])
+        assert [[(b.pattern.name, b.entry.principal) for b, _ in found] for found in deleted] == [
+            [("orders", "User:alice")], [("orders", "User:bob")], [("team-", "User:alice")]
+        ]
+        assert store.exists("/kafka-acl/Topic/orders") is None and authorizer.cached() == {}
