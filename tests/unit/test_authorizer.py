@@ -151,3 +151,20 @@ def test_the_authorizers_keys_are_known_to_the_broker():
 
     config = BrokerConfig.from_file(None, ["super.users=User:admin", "allow.everyone.if.no.acl.found=true", "no.such.key=1"])
     assert unknown_keys(config) == ["no.such.key"]
+
+
+def test_authorize_by_resource_type():
+    write = lambda a: a.authorize_by_resource_type(ALICE, HOST, O.WRITE, ResourceType.TOPIC)  # noqa: E731
+    assert not write(AclAuthorizer())
+    assert write(AclAuthorizer(allow_everyone_if_no_acl_found=True))
+    assert write(AclAuthorizer(super_users=[ALICE]))
+    authorizer = with_acls(AclAuthorizer(), topic("t"), ("User:alice", "*", O.WRITE, ALLOW))
+    assert write(authorizer)
+    with_acls(authorizer, topic("t"), ("User:alice", "*", O.WRITE, DENY))
+    assert not write(authorizer)
+    prefixed = with_acls(AclAuthorizer(), topic("team-a", PatternType.PREFIXED), ("User:*", "*", O.ALL, ALLOW))
+    assert write(prefixed)
+    with_acls(prefixed, topic("team", PatternType.PREFIXED), ("User:alice", "*", O.WRITE, DENY))
+    assert not write(prefixed)
+    denied_all = with_acls(AclAuthorizer(allow_everyone_if_no_acl_found=True), topic("*"), ("User:alice", "*", O.WRITE, DENY))
+    assert not write(denied_all)

@@ -125,6 +125,32 @@ class RequestContext:
         action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL), reference_count, log_if_allowed, log_if_denied)
         return authorizer.authorize(self.principal, self.client_address, action, api_keys.kafka_name(self.header.api_key) or "")
 
+    @property
+    def authorizing(self) -> bool:
+        """Whether an authorizer is configured (without one every question answers yes)."""
+        return getattr(self.broker, "authorizer", None) is not None
+
+    def filter_by_authorized(self, operation: AclOperation, resource_type: ResourceType, names, *, log_if_denied: bool = True) -> set[str]:
+        """The names among ``names`` the principal may do ``operation`` on, each distinct name
+        asked once with how often the request names it (Kafka's AuthHelper.filterByAuthorized)."""
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        return {
+            name
+            for name, count in counts.items()
+            if self.authorize(operation, resource_type, name, log_if_denied=log_if_denied, reference_count=count)
+        }
+
+    def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether the principal may do ``operation`` on some resource of the type."""
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return True
+        return authorizer.authorize_by_resource_type(
+            self.principal, self.client_address, operation, resource_type, api_keys.kafka_name(self.header.api_key) or ""
+        )
+
     def authorize_cluster(self, operation: AclOperation, *, log_if_denied: bool = True) -> bool:
         return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=log_if_denied)
 

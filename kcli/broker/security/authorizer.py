@@ -151,6 +151,46 @@ class AclAuthorizer:
             if self.authorize(principal, host, Action(operation, resource, 1, False, False), request)
         )
 
+    def authorize_by_resource_type(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType, request: str = ""
+    ) -> bool:
+        """Whether the principal may do ``operation`` on some resource of the type
+        (AclAuthorizer.authorizeByResourceType: an ALLOW no DENY overrides, literal or prefixed;
+        a literal DENY of ``*`` refuses all)."""
+        principal = KafkaPrincipal(principal.principal_type, principal.name)
+        action = Action(operation, ResourcePattern(resource_type, "NONE", PatternType.UNKNOWN), 0)
+        if principal in self.super_users:
+            return True
+        names: dict[tuple[AclPermissionType, PatternType], set[str]] = {}
+        principals = (str(principal), str(WILDCARD_PRINCIPAL))
+        for resource, versioned in list(self._cache.items()):
+            if resource.resource_type != resource_type:
+                continue
+            for acl in versioned.acls:
+                if (
+                    acl.principal in principals
+                    and acl.host in (host, WILDCARD_HOST)
+                    and acl.operation in (operation, AclOperation.ALL)
+                ):
+                    names.setdefault((acl.permission_type, resource.pattern_type), set()).add(resource.name)
+        deny_literals = names.get((AclPermissionType.DENY, PatternType.LITERAL), set())
+        deny_prefixes = names.get((AclPermissionType.DENY, PatternType.PREFIXED), set())
+
+        def dominated(name: str) -> bool:
+            return any(name[:end] in deny_prefixes for end in range(1, len(name) + 1))
+
+        if WILDCARD_RESOURCE in deny_literals:
+            authorized = False
+        elif self.allow_everyone_if_no_acl_found:
+            authorized = True
+        else:
+            authorized = any(not dominated(p) for p in names.get((AclPermissionType.ALLOW, PatternType.PREFIXED), ())) or any(
+                literal == WILDCARD_RESOURCE or (literal not in deny_literals and not dominated(literal))
+                for literal in names.get((AclPermissionType.ALLOW, PatternType.LITERAL), ())
+            )
+        self._log_audit_message(principal, host, action, authorized, request)
+        return authorized
+
     def _matching_acls(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
         cache = self._cache
         acls: list[AccessControlEntry] = []
