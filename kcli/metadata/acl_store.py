@@ -14,13 +14,24 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.store import BadVersionError, CreateOp, DeleteOp, MetadataStore, NodeExistsError, NoNodeError, Op, SetDataOp, join
 from kcli.metadata.zk_client import CONFIG_CHANGE_EXPIRATION_MS, now_ms
-from kcli.security.acl import RESOURCE_TYPES, AccessControlEntry, PatternType, ResourcePattern, ResourceType
+from kcli.errors import ErrorCode
+from kcli.security.acl import (
+    RESOURCE_TYPES,
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    parse_principal,
+    validate_binding,
+)
 
 log = logging.getLogger("kcli.metadata")
 
@@ -44,6 +55,11 @@ class VersionedAcls:
 
 
 NO_ACLS = VersionedAcls(frozenset(), UNKNOWN_VERSION)
+
+
+# A create or delete result: NONE, or an error code and its message.
+AclResult = tuple[ErrorCode, "str | None"]
+OK: AclResult = (ErrorCode.NONE, None)
 
 
 class AclUpdateError(Exception):
@@ -167,3 +183,106 @@ class AclStore:
         if resource.resource_type not in RESOURCE_TYPES or resource.pattern_type not in STORED_PATTERN_TYPES:
             raise zk.ZNodeFormatError(f"{path}: no ACL resource: {data.decode('utf-8', errors='replace')}")
         return resource
+
+
+# -- AclAuthorizer's createAcls and deleteAcls, over a cache of what was read ----------------------
+# The broker's authorizer and kcli acls' ZooKeeper path share them; ``cached`` is the caller's
+# view of the stored ACLs (read again where it is missing or stale), and each returns what it
+# wrote for the caller to keep.
+
+
+def matching_bindings(cached: Mapping[ResourcePattern, VersionedAcls], binding_filter: AclBindingFilter) -> list[AclBinding]:
+    """Every binding of ``cached`` the filter matches (AclAuthorizer.acls)."""
+    bindings = []
+    for resource, versioned in list(cached.items()):
+        for entry in sorted(versioned.acls, key=str):
+            binding = AclBinding(resource, entry)
+            if binding_filter.matches(binding):
+                bindings.append(binding)
+    return bindings
+
+
+def _update(
+    acl_store: AclStore, cached: Mapping[ResourcePattern, VersionedAcls], written: dict[ResourcePattern, VersionedAcls],
+    resource: ResourcePattern, new_acls,
+) -> None:
+    before, after = acl_store.update_resource_acls(resource, written.get(resource, cached.get(resource)), new_acls)
+    if after.acls != before.acls:
+        log.info("Updated ACLs for %s with new version %d", resource, after.zk_version)
+    written[resource] = after
+
+
+_FAILURES = (AclUpdateError, zk.ZNodeFormatError, OSError)
+
+
+def create_acls(
+    acl_store: AclStore, cached: Mapping[ResourcePattern, VersionedAcls], bindings: list[AclBinding]
+) -> tuple[list[AclResult], dict[ResourcePattern, VersionedAcls]]:
+    """Each binding added to its resource's znode (one conditional write per resource), its result
+    in order: NONE, or the error that kept it out."""
+    results: list[AclResult] = [OK] * len(bindings)
+    written: dict[ResourcePattern, VersionedAcls] = {}
+    by_resource: dict[ResourcePattern, list[int]] = {}
+    for index, binding in enumerate(bindings):
+        try:
+            validate_binding(binding)
+            parse_principal(binding.entry.principal)
+        except ValueError as e:
+            results[index] = (ErrorCode.INVALID_REQUEST, f"Failed to create ACL: {e}")
+            continue
+        by_resource.setdefault(binding.pattern, []).append(index)
+    for resource, indexes in by_resource.items():
+        entries = frozenset(bindings[index].entry for index in indexes)
+        try:
+            _update(acl_store, cached, written, resource, lambda current, entries=entries: current | entries)
+        except _FAILURES as e:
+            for index in indexes:
+                results[index] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+    return results, written
+
+
+def delete_acls(
+    acl_store: AclStore, cached: Mapping[ResourcePattern, VersionedAcls], filters: list[AclBindingFilter]
+) -> tuple[list[list[tuple[AclBinding, AclResult]]], dict[ResourcePattern, VersionedAcls]]:
+    """The bindings each filter deleted, each with its result: a binding several filters match
+    counts for the first; the resources are the cached ones and those a filter names exactly."""
+    resources = dict.fromkeys(cached)
+    for binding_filter in filters:
+        if binding_filter.pattern_filter.matches_at_most_one():
+            resources.update(dict.fromkeys(_filter_resources(binding_filter)))
+    written: dict[ResourcePattern, VersionedAcls] = {}
+    deleted: list[list[tuple[AclBinding, AclResult]]] = [[] for _ in filters]
+    for resource in resources:
+        matching = [(i, f) for i, f in enumerate(filters) if f.pattern_filter.matches(resource)]
+        if not matching:
+            continue
+        removed: list[tuple[int, AclBinding]] = []
+
+        def remaining(current: frozenset[AccessControlEntry], resource=resource, matching=matching, removed=removed):
+            removed.clear()
+            kept = set(current)
+            for entry in sorted(current, key=str):
+                for index, binding_filter in matching:
+                    if binding_filter.entry_filter.matches(entry):
+                        removed.append((index, AclBinding(resource, entry)))
+                        kept.discard(entry)
+                        break
+            return frozenset(kept)
+
+        try:
+            _update(acl_store, cached, written, resource, remaining)
+            result: AclResult = OK
+        except _FAILURES as e:
+            result = (ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+        for index, binding in removed:
+            deleted[index].append((binding, result))
+    return deleted, written
+
+
+def _filter_resources(binding_filter: AclBindingFilter) -> list[ResourcePattern]:
+    """The patterns a filter that matches at most one names (AclAuthorizer.filterToResources)."""
+    pattern_filter = binding_filter.pattern_filter
+    assert pattern_filter.name is not None
+    if pattern_filter.pattern_type == PatternType.ANY:
+        return [ResourcePattern(pattern_filter.resource_type, pattern_filter.name, p) for p in STORED_PATTERN_TYPES]
+    return [ResourcePattern(pattern_filter.resource_type, pattern_filter.name, pattern_filter.pattern_type)]

@@ -29,9 +29,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kcli.errors import ErrorCode, KcliError
-from kcli.metadata import zk_paths
-from kcli.metadata.acl_store import NO_ACLS, AclStore, AclUpdateError, VersionedAcls
+from kcli.errors import KcliError
+from kcli.metadata import acl_store as acl_store_module
+from kcli.metadata.acl_store import NO_ACLS, AclResult, AclStore, VersionedAcls, matching_bindings
 from kcli.security.acl import (
     SUPPORTED_OPERATIONS,
     WILDCARD_HOST,
@@ -47,12 +47,10 @@ from kcli.security.acl import (
     ResourceType,
     implying_operations,
     parse_principal,
-    validate_binding,
 )
 from kcli.security.principal import KafkaPrincipal
 
 authorizer_logger = logging.getLogger("kafka.authorizer.logger")
-log = logging.getLogger("kcli.broker.security")
 TRACE = 5  # log4j's TRACE, below logging.DEBUG
 
 ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
@@ -60,11 +58,6 @@ SUPER_USERS = "super.users"
 ALLOW_EVERYONE_IF_NO_ACL_FOUND = "allow.everyone.if.no.acl.found"
 # The keys the authorizer reads from the broker's properties, which KafkaConfig does not define.
 AUTHORIZER_KEYS = (SUPER_USERS, ALLOW_EVERYONE_IF_NO_ACL_FOUND)
-
-
-# A create or delete result: NONE, or an error code and its message.
-AclResult = tuple[ErrorCode, str | None]
-OK: AclResult = (ErrorCode.NONE, None)
 
 
 class AuthorizerConfigError(KcliError):
@@ -252,13 +245,7 @@ class AclAuthorizer:
 
     def acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
         """Every cached binding the filter matches (DescribeAcls)."""
-        bindings = []
-        for resource, versioned in list(self._cache.items()):
-            for entry in versioned.acls:
-                binding = AclBinding(resource, entry)
-                if binding_filter.matches(binding):
-                    bindings.append(binding)
-        return bindings
+        return matching_bindings(self._cache, binding_filter)
 
     def cached(self) -> Mapping[ResourcePattern, VersionedAcls]:
         return dict(self._cache)
@@ -266,67 +253,20 @@ class AclAuthorizer:
     # -- changes (metadata thread) -----------------------------------------------------------------
 
     def create_acls(self, acl_store: AclStore, bindings: list[AclBinding]) -> list[AclResult]:
-        """Each binding added to its resource's znode (one conditional write per resource), with
-        its result in order: NONE, or the error that kept it out (AclAuthorizer.createAcls)."""
-        results: list[AclResult] = [OK] * len(bindings)
-        by_resource: dict[ResourcePattern, list[int]] = {}
-        for index, binding in enumerate(bindings):
-            try:
-                validate_binding(binding)
-                parse_principal(binding.entry.principal)
-            except ValueError as e:
-                results[index] = (ErrorCode.INVALID_REQUEST, f"Failed to create ACL: {e}")
-                continue
-            by_resource.setdefault(binding.pattern, []).append(index)
-        for resource, indexes in by_resource.items():
-            entries = frozenset(bindings[index].entry for index in indexes)
-            try:
-                self._update(acl_store, resource, lambda current, entries=entries: current | entries)
-            except (AclUpdateError, zk_paths.ZNodeFormatError, OSError) as e:
-                for index in indexes:
-                    results[index] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+        """Kafka's createAcls (``acl_store.create_acls``), the cache updated with what was written."""
+        results, written = acl_store_module.create_acls(acl_store, self._cache, bindings)
+        self._apply(written)
         return results
 
     def delete_acls(self, acl_store: AclStore, filters: list[AclBindingFilter]) -> list[list[tuple[AclBinding, AclResult]]]:
-        """The bindings each filter deleted, each with its result (AclAuthorizer.deleteAcls): a
-        binding several filters match counts for the first; resources are the cached ones and
-        those a filter names exactly."""
-        resources = dict.fromkeys(self._cache)
-        for binding_filter in filters:
-            if binding_filter.pattern_filter.matches_at_most_one():
-                resources.update(dict.fromkeys(_filter_resources(binding_filter)))
-        deleted: list[list[tuple[AclBinding, AclResult]]] = [[] for _ in filters]
-        for resource in resources:
-            matching = [(i, f) for i, f in enumerate(filters) if f.pattern_filter.matches(resource)]
-            if not matching:
-                continue
-            removed: list[tuple[int, AclBinding]] = []
-
-            def remaining(current: frozenset[AccessControlEntry], resource=resource, matching=matching, removed=removed):
-                removed.clear()
-                kept = set(current)
-                for entry in sorted(current, key=str):
-                    for index, binding_filter in matching:
-                        if binding_filter.entry_filter.matches(entry):
-                            removed.append((index, AclBinding(resource, entry)))
-                            kept.discard(entry)
-                            break
-                return frozenset(kept)
-
-            try:
-                self._update(acl_store, resource, remaining)
-                result: AclResult = OK
-            except (AclUpdateError, zk_paths.ZNodeFormatError, OSError) as e:
-                result = (ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
-            for index, binding in removed:
-                deleted[index].append((binding, result))
+        """Kafka's deleteAcls (``acl_store.delete_acls``), the cache updated with what was written."""
+        deleted, written = acl_store_module.delete_acls(acl_store, self._cache, filters)
+        self._apply(written)
         return deleted
 
-    def _update(self, acl_store: AclStore, resource: ResourcePattern, new_acls) -> None:
-        before, after = acl_store.update_resource_acls(resource, self._cache.get(resource), new_acls)
-        if after.acls != before.acls:
-            log.info("Updated ACLs for %s with new version %d", resource, after.zk_version)
-        self.update_cache(resource, after)
+    def _apply(self, written: Mapping[ResourcePattern, VersionedAcls]) -> None:
+        for resource, versioned in written.items():
+            self.update_cache(resource, versioned)
 
 
 def _matching_acl_exists(
@@ -345,11 +285,3 @@ def _matching_acl_exists(
             return True
     return False
 
-
-def _filter_resources(binding_filter: AclBindingFilter) -> list[ResourcePattern]:
-    """The patterns a filter that matches at most one names (AclAuthorizer.filterToResources)."""
-    pattern_filter = binding_filter.pattern_filter
-    assert pattern_filter.name is not None
-    if pattern_filter.pattern_type == PatternType.ANY:
-        return [ResourcePattern(pattern_filter.resource_type, pattern_filter.name, p) for p in (PatternType.LITERAL, PatternType.PREFIXED)]
-    return [ResourcePattern(pattern_filter.resource_type, pattern_filter.name, pattern_filter.pattern_type)]
