@@ -1,5 +1,6 @@
 """ACLs on a 3-broker ZooKeeper cluster as Kafka 2.8 keeps them: an ACL created through one
-broker's CreateAcls (confluent-kafka's AdminClient) and one written straight into the znodes (as
+broker's CreateAcls (confluent-kafka's AdminClient), one written by ``kcli acls
+--authorizer-properties zookeeper.connect=...`` and one written straight into the znodes (as
 another tool would, with its change node) take effect on every broker; brokers reach each other
 as their inter-broker principal, a super user, while another user's LeaderAndIsr, StopReplica,
 UpdateMetadata and replica Fetch are refused (a replica Fetch answers TOPIC_AUTHORIZATION_FAILED
@@ -8,6 +9,8 @@ per partition, as Kafka 2.8's KafkaApis does)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 
 from tests.cluster.conftest import wait_until
@@ -57,9 +60,9 @@ def test_acls_from_the_admin_api_and_from_the_znodes_reach_every_broker(cluster)
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
 
     ports = _start(cluster)
-    first, second = f"first-{uuid.uuid4().hex[:6]}", f"second-{uuid.uuid4().hex[:6]}"
-    _create_topic(ports[0], first)
-    _create_topic(ports[0], second)
+    first, second, third = (f"{label}-{uuid.uuid4().hex[:6]}" for label in ("first", "second", "third"))
+    for topic in (first, second, third):
+        _create_topic(ports[0], topic)
     assert [_described(port, first) for port in ports] == [TOPIC_AUTHORIZATION_FAILED] * 3
 
     # CreateAcls answered by broker 0 alone: the others learn it from the change node.
@@ -85,6 +88,26 @@ def test_acls_from_the_admin_api_and_from_the_znodes_reach_every_broker(cluster)
         zk.close()
     for port in ports:
         wait_until(lambda port=port: _described(port, second) == NONE)
+
+    # kafka-acls.sh --authorizer-properties zookeeper.connect=... (Kafka 2.8's path).
+    def acls(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "kcli", "acls", "--authorizer-properties", f"zookeeper.connect={cluster.connect}", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+    added = acls("--add", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", third)
+    assert added.returncode == 0, added.stderr
+    assert added.stderr.startswith("Warning: support for ACL configuration directly through the authorizer is deprecated")
+    assert added.stdout.startswith(f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={third}, patternType=LITERAL)`: ")
+    for port in ports:
+        wait_until(lambda port=port: _described(port, third) == NONE)
+    listed = acls("--list", "--topic", first)
+    assert listed.stdout == (
+        f"Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name={first}, patternType=LITERAL)`: \n"
+        " \t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW) \n\n"
+    )
+    assert acls("--remove", "--force", "--topic", third).returncode == 0
+    for port in ports:
+        wait_until(lambda port=port: _described(port, third) == TOPIC_AUTHORIZATION_FAILED)
 
 
 def _as_alice(port: int, calls):
