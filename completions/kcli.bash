@@ -14,6 +14,7 @@ _kcli() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" i
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "$path/${COMP_WORDS[i]}" in
+            "/acls") path="acls" ;;
             "/broker") path="broker" ;;
             "/broker-api-versions") path="broker-api-versions" ;;
             "/cluster") path="cluster" ;;
@@ -60,7 +61,26 @@ _kcli() {
     done
     case "$path" in
         "")
-            COMPREPLY=($(compgen -W "broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test replica-verification stats topics transactions verifiable-consumer verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "acls broker broker-api-versions cluster configs console-consumer console-producer consumer-groups consumer-offset-checker consumer-offsets consumer-perf-test delete-records dump-log dump-log-segments e2e-latency export features get-offsets import log-dirs mirror producer-perf-test replica-verification stats topics transactions verifiable-consumer verifiable-producer zookeeper zookeeper-shell --version --help" -- "$cur")) ;;
+        "acls")
+            case "$prev" in
+                --bootstrap-server) COMPREPLY=(); return ;;
+                --command-config) COMPREPLY=(); return ;;
+                --authorizer) COMPREPLY=(); return ;;
+                --authorizer-properties) COMPREPLY=(); return ;;
+                --topic) COMPREPLY=($(compgen -W "$(_kcli_names topics)" -- "$cur")); return ;;
+                --group) COMPREPLY=($(compgen -W "$(_kcli_names groups)" -- "$cur")); return ;;
+                --transactional-id) COMPREPLY=(); return ;;
+                --delegation-token) COMPREPLY=(); return ;;
+                --resource-pattern-type) COMPREPLY=(); return ;;
+                --operation) COMPREPLY=(); return ;;
+                --allow-principal) COMPREPLY=(); return ;;
+                --deny-principal) COMPREPLY=(); return ;;
+                --principal) COMPREPLY=(); return ;;
+                --allow-host) COMPREPLY=(); return ;;
+                --deny-host) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--bootstrap-server --command-config --authorizer --authorizer-properties --add --remove --list --topic --cluster --group --transactional-id --delegation-token --resource-pattern-type --operation --allow-principal --deny-principal --principal --allow-host --deny-host --producer --consumer --idempotent --force --version --help" -- "$cur")) ;;
         "broker")
             COMPREPLY=($(compgen -W "start --version --help" -- "$cur")) ;;
         "broker/start")

@@ -19,6 +19,7 @@ function __kcli_names
 end
 
 # kcli
+complete -c kcli -n '__fish_use_subcommand' -a acls -d 'This tool helps to manage acls on kafka'
 complete -c kcli -n '__fish_use_subcommand' -a broker -d 'Run a Kafka-compatible broker'
 complete -c kcli -n '__fish_use_subcommand' -a broker-api-versions -d 'This tool helps to retrieve broker version information'
 complete -c kcli -n '__fish_use_subcommand' -a cluster -d 'Run a ZooKeeper and several brokers on this machine, and show a ZooKeeper-mode cluster\'s state'
@@ -50,6 +51,33 @@ complete -c kcli -n '__fish_use_subcommand' -a zookeeper -d 'Run a ZooKeeper ser
 complete -c kcli -n '__fish_use_subcommand' -a zookeeper-shell -d 'Run ZooKeeper\'s command-line client (zkCli) against HOST:PORT[/chroot]: one command (ls, get, stat, create, set, delete, deleteall, getAcl, sync, ...) and exit, or an interactive shell reading commands from stdin'
 complete -c kcli -n '__fish_use_subcommand' -l version -d 'Print kcli\'s version and exit'
 complete -c kcli -n '__fish_use_subcommand' -l help -d 'Show this message and exit'
+
+# acls
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l bootstrap-server -x -d 'The Kafka server(s) to connect to, HOST1:PORT1,HOST2:PORT2'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l command-config -x -d 'A properties file of admin client settings (Kafka\'s --command-config)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l authorizer -x -d 'DEPRECATED: the authorizer\'s class (only kafka.security.authorizer.AclAuthorizer)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l authorizer-properties -x -d 'DEPRECATED: key=val properties of the authorizer, e.g'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l add -d 'Indicates you are trying to add ACLs'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l remove -d 'Indicates you are trying to remove ACLs'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l list -d 'List ACLs for the specified resource, use --topic <topic> or --group <group> or --cluster to specify a resource'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l topic -x -a '(__kcli_names topics)' -d 'topic to which ACLs should be added or removed'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l cluster -d 'Add/Remove cluster ACLs'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l group -x -a '(__kcli_names groups)' -d 'Consumer Group to which the ACLs should be added or removed'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l transactional-id -x -d 'The transactionalId to which ACLs should be added or removed'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l delegation-token -x -d 'Delegation token to which ACLs should be added or removed'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l resource-pattern-type -x -d 'ANY|MATCH|LITERAL|PREFIXED: the pattern type, or with --list and --remove the filter\'s'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l operation -x -d 'Operation that is being allowed or denied (default All)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l allow-principal -x -d 'principal is in principalType:name format'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l deny-principal -x -d 'principal is in principalType:name format'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l principal -x -d 'List ACLs for the specified principal (principalType:name)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l allow-host -x -d 'Host from which principals listed in --allow-principal will have access (default *)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l deny-host -x -d 'Host from which principals listed in --deny-principal will be denied access (default *)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l producer -d 'Convenience option to add/remove ACLs for producer role'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l consumer -d 'Convenience option to add/remove ACLs for consumer role'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l idempotent -d 'Enable idempotence for the producer (with --producer)'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l force -d 'Assume Yes to all queries and do not prompt'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l version -d 'Print the Kafka version this tool speaks and exit'
+complete -c kcli -n '__fish_seen_subcommand_from acls' -l help -d 'Show this message and exit'
 
 # broker
 complete -c kcli -n '__fish_seen_subcommand_from broker' -a start -d 'Start a broker in the foreground: metadata embedded, or in ZooKeeper with zookeeper.connect'

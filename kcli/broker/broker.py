@@ -33,6 +33,7 @@ from kcli.broker.controller.kafka_controller import KafkaController
 from kcli.broker.metadata.metadata_cache import MetadataCache
 from kcli.broker.metadata.metadata_thread import MetadataThread
 from kcli.broker.metadata.zk_admin_manager import ZkAdminManager
+from kcli.metadata.acl_store import AclStore
 from kcli.metadata.admin_zk_client import AdminZkClient
 from kcli.metadata.topics import TopicChange, TopicInfo, TopicPartitionState
 from kcli.metadata.zk_client import KafkaZkClient
@@ -52,6 +53,8 @@ from kcli.broker.transactions.verification import AddPartitionsToTxnManager, sta
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
 from kcli.broker.network.listeners import inter_broker_security, listener_security
+from kcli.broker.security.acl_change_listener import AclChangeListener
+from kcli.broker.security.authorizer import AclAuthorizer
 from kcli.broker.security.credential_cache import CredentialCache
 from kcli.storage import descriptors
 from kcli.storage.checkpoints import META_PROPERTIES, read_meta_properties, write_meta_properties
@@ -90,6 +93,9 @@ class Broker:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.add_partitions_to_txn_manager: AddPartitionsToTxnManager | None = None
         self.credential_cache: CredentialCache | None = None
+        # authorizer.class.name's authorizer (None: every principal may do everything).
+        self.authorizer = AclAuthorizer.from_config(config.get("authorizer.class.name"), config.originals)
+        self.acl_change_listener: AclChangeListener | None = None
         # How this broker's own channels reach the others' inter-broker listener (None: PLAINTEXT).
         self.inter_broker_security = inter_broker_security(config)
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
@@ -180,6 +186,9 @@ class Broker:
         self.producer_ids.prefetch()
         self.credential_cache = CredentialCache(store, thread)
         await thread.call(self.credential_cache.start)
+        if self.authorizer is not None:
+            self.acl_change_listener = AclChangeListener(AclStore(store), thread, self.authorizer)
+            await thread.call(self.acl_change_listener.start)
         # As Kafka's broker: bind the listeners (connections wait in the backlog), register, run
         # for controller (a controller counts the brokers registered), take up the partitions
         # this broker leads, and only then accept requests.
@@ -599,6 +608,8 @@ class Broker:
             self.metadata.close()
         if self.credential_cache is not None:
             self.credential_cache.stop()
+        if self.acl_change_listener is not None:
+            self.acl_change_listener.stop()
         if self.zk_client is not None:
             try:
                 await self.metadata_thread.call(self.zk_client.store.close)

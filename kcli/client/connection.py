@@ -77,6 +77,9 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     26: 4,  # EndTxn
     27: 1,  # WriteTxnMarkers (v0 has no schema in the message layer)
     28: 4,  # TxnOffsetCommit
+    29: 3,  # DescribeAcls
+    30: 3,  # CreateAcls
+    31: 3,  # DeleteAcls
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs
     35: 4,  # DescribeLogDirs

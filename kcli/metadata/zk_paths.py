@@ -43,6 +43,7 @@ from typing import Any
 from kcli.errors import KcliError
 from kcli.common import uuid_from_string, uuid_to_string
 from kcli.java_compat import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+from kcli.security.acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
 
 
 class ZNodeFormatError(KcliError):
@@ -814,3 +815,123 @@ def decode_feature_znode(data: bytes) -> FeatureZNode:
             raise _bad(data, what, f"feature {name} is not an object")
         levels[name] = _int(levels_json.get("max_version_level"), data, what, "max_version_level", INT16)
     return FeatureZNode(status=status, features=levels, version=version)
+
+
+# -- ACLs: /kafka-acl, /kafka-acl-extended, their change nodes (ZkAclStore, ZkAclChangeStore) -----
+#
+#   /kafka-acl/Topic/orders                     {"version":1,"acls":[{"principal":"User:alice",
+#                                                "permissionType":"Allow","operation":"Read","host":"*"}]}
+#   /kafka-acl-extended/prefixed/Topic/team-    the same JSON, for a PREFIXED pattern
+#   /kafka-acl-changes/acl_changes_0000000000   TOPIC:orders (LiteralAclChangeStore: ResourceType's
+#                                               Java name, read in any case, ":" and the name)
+#   /kafka-acl-extended-changes/acl_changes_0000000000
+#                                               {"version":1,"resourceType":"TOPIC","name":"team-",
+#                                                "patternType":"PREFIXED"}
+
+LITERAL_ACL = "/kafka-acl"
+EXTENDED_ACL = "/kafka-acl-extended"
+LITERAL_ACL_CHANGES = "/kafka-acl-changes"
+EXTENDED_ACL_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+ACL_VERSION = 1
+
+
+def acl_store_path(pattern_type: PatternType) -> str:
+    """The root of one pattern type's ACLs (ZkAclStore.aclPath)."""
+    if pattern_type == PatternType.LITERAL:
+        return LITERAL_ACL
+    if pattern_type == PatternType.PREFIXED:
+        return f"{EXTENDED_ACL}/{pattern_type.name.lower()}"
+    raise ValueError(f"Invalid pattern type: {pattern_type.name}")
+
+
+def acl_resource_type_path(pattern_type: PatternType, resource_type: ResourceType) -> str:
+    return f"{acl_store_path(pattern_type)}/{resource_type.pascal_name}"
+
+
+def acl_resource_path(resource: ResourcePattern) -> str:
+    return f"{acl_resource_type_path(resource.pattern_type, resource.resource_type)}/{resource.name}"
+
+
+def acl_change_root(pattern_type: PatternType) -> str:
+    """Where a change to a pattern of this type is announced (ZkAclChangeStore.aclChangePath)."""
+    return LITERAL_ACL_CHANGES if pattern_type == PatternType.LITERAL else EXTENDED_ACL_CHANGES
+
+
+def acl_change_path(pattern_type: PatternType) -> str:
+    """The path a sequential change node is created at."""
+    return f"{acl_change_root(pattern_type)}/{ACL_CHANGE_PREFIX}"
+
+
+def encode_acls(acls: Iterable[AccessControlEntry]) -> bytes:
+    entries = sorted(acls, key=lambda a: (a.principal, a.permission_type, a.operation, a.host))
+    return _dumps(
+        {
+            "version": ACL_VERSION,
+            "acls": [
+                {
+                    "principal": acl.principal,
+                    "permissionType": acl.permission_type.pascal_name,
+                    "operation": acl.operation.pascal_name,
+                    "host": acl.host,
+                }
+                for acl in entries
+            ],
+        }
+    )
+
+
+def decode_acls(data: bytes) -> frozenset[AccessControlEntry]:
+    """AclEntry.fromBytes: an empty znode holds no ACLs; a version other than 1, a principal not
+    of the form ``Type:name``, an operation or permission type Kafka does not name, is refused."""
+    if not data:
+        return frozenset()
+    what = "ACLs"
+    document = _object(data, what)
+    version = document.get("version")
+    if version != ACL_VERSION:
+        raise _bad(data, what, f"unsupported version {version}")
+    entries = document.get("acls")
+    if not isinstance(entries, list):
+        raise _bad(data, what, "acls is not an array")
+    acls = set()
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise _bad(data, what, "an ACL is not an object")
+        principal = _str(entry.get("principal"), data, what, "principal")
+        if ":" not in principal:
+            raise _bad(data, what, f"principal {principal} is not of the form principalType:principalName")
+        permission = AclPermissionType.from_name(_str(entry.get("permissionType"), data, what, "permissionType"))
+        operation = AclOperation.from_name(_str(entry.get("operation"), data, what, "operation"))
+        if permission in (AclPermissionType.UNKNOWN, AclPermissionType.ANY):
+            raise _bad(data, what, f"unknown permissionType {entry.get('permissionType')}")
+        if operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+            raise _bad(data, what, f"unknown operation {entry.get('operation')}")
+        acls.add(AccessControlEntry(principal, _str(entry.get("host"), data, what, "host"), operation, permission))
+    return frozenset(acls)
+
+
+def encode_acl_change(resource: ResourcePattern) -> bytes:
+    if resource.pattern_type == PatternType.LITERAL:
+        return f"{resource.resource_type.name}:{resource.name}".encode("utf-8")
+    return _dumps(
+        {"version": 1, "resourceType": resource.resource_type.name, "name": resource.name, "patternType": resource.pattern_type.name}
+    )
+
+
+def decode_acl_change(pattern_root: str, data: bytes) -> ResourcePattern:
+    """The resource a change node under ``pattern_root`` (one of the two change roots) names."""
+    if pattern_root == LITERAL_ACL_CHANGES:
+        text = _text(data)
+        type_name, sep, name = text.partition(":")
+        if not sep:
+            raise ZNodeFormatError(f"expected a string in format ResourceType:ResourceName but got {text}")
+        return ResourcePattern(ResourceType.from_name(type_name), name, PatternType.LITERAL)
+    what = "an ACL change event"
+    document = _object(data, what)
+    version = _int(document.get("version"), data, what, "version")
+    if version > 1:
+        raise _bad(data, what, f"unsupported version {version}")
+    resource_type = ResourceType.from_name(_str(document.get("resourceType"), data, what, "resourceType"))
+    pattern_type = PatternType.from_name(_str(document.get("patternType"), data, what, "patternType"))
+    return ResourcePattern(resource_type, _str(document.get("name"), data, what, "name"), pattern_type)

@@ -40,6 +40,7 @@ TOOLS = (
     ),
     Tool("consumer-offset-checker", "consumer_offset_checker", "Check the offset of your consumers (old, ZooKeeper-based consumer groups)."),
     Tool("get-offsets", "get_offsets", "An interactive shell for getting topic-partition offsets."),
+    Tool("acls", "acls", "This tool helps to manage acls on kafka."),
     Tool("delete-records", "delete_records", "This tool helps to delete records of the given partitions down to the specified offset."),
     Tool("log-dirs", "log_dirs", "This tool helps to query log directory usage on the specified brokers."),
     Tool("features", "features", "This tool manages feature flags in Kafka."),

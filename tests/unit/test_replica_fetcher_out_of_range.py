@@ -79,7 +79,7 @@ def test_the_leader_answers_a_replicas_latest_with_its_log_end_offset(tmp_path):
     leader.make_leader(PartitionState(replicas=(1, 0), isr=(1, 0), leader=1, leader_epoch=4, partition_epoch=1, controller_epoch=1))
     leader.append_records_to_leader(build_batch([NewRecord(None, b"v", 1_000)] * 3), AppendOrigin.CLIENT, 1)
     assert (leader.high_watermark, log.log_end_offset) == (0, 3)
-    ctx = types.SimpleNamespace(api_version=4, broker=types.SimpleNamespace(replica_manager=types.SimpleNamespace(get_partition_or_error=lambda t, p: leader)))
+    ctx = types.SimpleNamespace(api_version=4, authorizing=False, broker=types.SimpleNamespace(replica_manager=types.SimpleNamespace(get_partition_or_error=lambda t, p: leader)))
 
     def latest(replica_id: int) -> int:
         request = types.SimpleNamespace(replica_id=replica_id, isolation_level=0, topics=[

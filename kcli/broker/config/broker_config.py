@@ -1023,16 +1023,18 @@ def unsupported_security(config: BrokerConfig) -> str | None:
 def unknown_keys(config: BrokerConfig) -> list[str]:
     """Supplied keys no Kafka broker defines (Kafka logs each as "supplied but isn't a known
     config"). Keys Kafka defines are known even where kcli has no use for them, as are the
-    ``listener.name.<listener>.`` forms of known keys and the properties passed to tiered-storage
-    plugins under their configured prefixes."""
+    ``listener.name.<listener>.`` forms of known keys, the authorizer's own keys and the properties
+    passed to tiered-storage plugins under their configured prefixes."""
     prefixes = tuple(
         prefix
         for prefix in (config.get("remote.log.storage.manager.impl.prefix"), config.get("remote.log.metadata.manager.impl.prefix"))
         if prefix
     )
+    from kcli.broker.security.authorizer import AUTHORIZER_KEYS
+
     unknown = []
     for key in config.originals:
-        if broker_config_key(key) is not None or key.startswith(prefixes):
+        if broker_config_key(key) is not None or key.startswith(prefixes) or key in AUTHORIZER_KEYS:
             continue
         match = LISTENER_CONFIG_PREFIX.fullmatch(key)
         if match is not None and broker_config_key(_listener_base_name(match.group(1))) is not None:

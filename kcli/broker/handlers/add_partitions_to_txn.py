@@ -12,6 +12,11 @@ batched form brokers send) carries several transactions; ``verify_only`` checks,
 partition, that it is already in the transaction (TRANSACTION_ABORTABLE when not), as Kafka's
 KIP-890 verification does.
 
+With an authorizer (Kafka 2.8, and 3.9 for v4+): the transactional id needs WRITE
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), each topic WRITE
+(TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED); v4+ batches, which brokers send,
+need CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+
 Version notes: v2 may answer PRODUCER_FENCED; v3 is flexible; v4 batches transactions and adds
 verify_only; v5 may answer TRANSACTION_ABORTABLE.
 """
@@ -22,12 +27,16 @@ from kcli.broker.handlers._completion import Completion, answer
 from kcli.metadata.topic_names import is_internal
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 VERSIONS = (0, 5)
 
 
 def handle(ctx, request):
+    if ctx.api_version >= 4 and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        # v4+ batches come from brokers verifying transactional produce (Kafka 3.9's rule).
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results_by_transaction": []}
     if ctx.api_version < 4:
         done = _transaction(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                             request.v3_and_below_producer_epoch, request.v3_and_below_topics, verify_only=False)
@@ -46,7 +55,15 @@ def _transaction(ctx, transactional_id: str, producer_id: int, producer_epoch: i
     broker = ctx.broker
     partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
     failed: dict[tuple[str, int], ErrorCode] = {}
+    if ctx.api_version < 4 and not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        done = Completion()
+        done(_by_topic(dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)))
+        return done
+    writable = ctx.filter_by_authorized(AclOperation.WRITE, ResourceType.TOPIC, (t for t, _ in partitions)) if ctx.authorizing else None
     for topic, index in partitions:
+        if writable is not None and topic not in writable:
+            failed[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         info = broker.metadata.topic(topic)
         if ctx.api_version < 4 and is_internal(topic):
             # Kafka leaves internal topics out of what a client may write in a transaction.

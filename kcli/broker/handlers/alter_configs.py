@@ -14,6 +14,9 @@ reloads its dynamic configuration (new topic defaults for every hosted log). CLI
 answers INVALID_REQUEST (not supported here), any other type INVALID_REQUEST "Unknown resource
 type N". With validate_only everything is checked and nothing is changed.
 
+With an authorizer a topic's configs need ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+the other resources' on the cluster (CLUSTER_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 is v0 with throttling on quota violation; v2 is flexible.
 """
 
@@ -24,9 +27,12 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from kcli.broker.config import config_describer
-from kcli.broker.handlers.describe_configs import BROKER, CLIENT_METRICS, TOPIC, error_message, parse_node_id, resource_label
+from kcli.broker.handlers.describe_configs import (
+    BROKER, CLIENT_METRICS, TOPIC, config_authorization_error, error_message, parse_node_id, resource_label,
+)
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = (0, 2)
@@ -44,12 +50,14 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx, request):
-    return await answer_each(ctx.broker, request, "alter configs", _alter)
+    return await answer_each(ctx, request, "alter configs", _alter)
 
 
-async def answer_each(broker, request, what: str, alter) -> dict:
+async def answer_each(ctx, request, what: str, alter) -> dict:
     """Apply ``alter(broker, resource, validate_only)`` to each resource and answer each on its own:
-    one resource's failure (logged, as Kafka logs it) does not stop the others."""
+    one resource's failure (logged, as Kafka logs it) does not stop the others. With an
+    authorizer each needs ALTER_CONFIGS (``config_authorization_error``)."""
+    broker = ctx.broker
     duplicated = duplicated_resources(request.resources)
     responses = []
     for resource in request.resources:
@@ -57,6 +65,10 @@ async def answer_each(broker, request, what: str, alter) -> dict:
         try:
             if (resource.resource_type, resource.resource_name) in duplicated:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            refused = config_authorization_error(ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+            if refused is not None:
+                responses.append(answer(resource, KafkaError(refused, refused.message)))
+                continue
             await alter(broker, resource, request.validate_only)
         except KcliError as e:
             log.info("Error processing %s request for resource %s: %s", what, label, e)

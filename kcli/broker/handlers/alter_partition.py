@@ -13,6 +13,9 @@ INELIGIBLE_REPLICA, a recovering partition with more than its leader in the ISR 
 An accepted change is written to the partition's state znode and answered with the new state
 (its partition epoch one higher); every broker is then sent UpdateMetadata.
 
+With an authorizer the sender needs CLUSTER_ACTION on the cluster, as a broker (its inter-broker
+principal a super user) has: anyone else is answered CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes: v0-1 (topics by name) are left out: kio, which follows Kafka 4.x, has no schema
 for them, and only brokers send this API; v3 gives each ISR member its broker epoch.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.ALTER_PARTITION
 VERSIONS = (2, 3)
@@ -28,6 +32,8 @@ CLUSTER_MODE_ONLY = True  # a single-process broker has no controller to send it
 
 
 async def handle(ctx, request):
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "topics": []}
     controller = ctx.broker.controller
     if controller is None or not controller.active or controller.channel is None:
         return {"error_code": ErrorCode.NOT_CONTROLLER, "topics": []}

@@ -10,6 +10,9 @@ moved). A broker that is not
 the active controller answers NOT_CONTROLLER; a request carrying an older registration of the
 broker (v2+) STALE_BROKER_EPOCH; an unregistered broker id BROKER_NOT_AVAILABLE.
 
+With an authorizer the sender needs CLUSTER_ACTION on the cluster, as a broker (its inter-broker
+principal a super user) has: anyone else is answered CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes: v0 is sent with request header v0 (no client id); v2 adds the broker epoch; v3 is
 flexible.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.CONTROLLED_SHUTDOWN
 VERSIONS = (0, 3)
@@ -27,6 +31,8 @@ UNKNOWN_BROKER_EPOCH = -1
 
 
 async def handle(ctx, request):
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     controller = ctx.broker.controller
     if controller is None or not controller.active:
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}

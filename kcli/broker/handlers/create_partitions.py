@@ -9,6 +9,8 @@ in one request are refused whole with POLICY_VIOLATION before anything is alloca
 controller refuses them, and so are partitions whose logs would not fit this broker's open-file
 limit. validate_only checks without changing anything.
 
+With an authorizer each topic needs ALTER (TOPIC_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v2 is flexible; v1 and v3 differ only in throttling behaviour.
 """
 
@@ -20,6 +22,7 @@ import logging
 from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
@@ -34,12 +37,15 @@ async def handle(ctx, request):
         check_partitions_per_request(sum(_new_partitions(metadata, topic) for topic in request.topics))
     except KcliError as e:
         return {"results": [{"name": topic.name, "error_code": e.error_code, "error_message": str(e)} for topic in request.topics]}
+    alterable = ctx.filter_by_authorized(AclOperation.ALTER, ResourceType.TOPIC, names) if ctx.authorizing else None
     results = []
     for topic in request.topics:
         result = {"name": topic.name}
         try:
             if names[topic.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            if alterable is not None and topic.name not in alterable:
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED.message)
             assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
             await ctx.broker.admin_manager.create_partitions(
                 topic.name, topic.count, assignment, validate_only=request.validate_only, timeout_ms=_timeout_ms(request)

@@ -15,6 +15,10 @@ elects its partitions' leaders, and the answer waits for them within the request
 (REQUEST_TIMED_OUT past it; a timeout of 0 answers at once). From v5 the answer carries the topic's id, partition count,
 replication factor and every config with its value and source.
 
+With an authorizer each topic needs CREATE on the cluster or on itself (TOPIC_AUTHORIZATION_FAILED,
+"Authorization failed."), and its configs (v5+) DESCRIBE_CONFIGS (else topic_config_error_code
+TOPIC_AUTHORIZATION_FAILED and no configs), as in Kafka 2.8.
+
 Version notes: v0-1 (no validate-only error messages) are not served; v5 is flexible and
 describes the created topic; v7 adds topic ids.
 """
@@ -27,6 +31,7 @@ import logging
 from kcli.metadata.replica_assignment import check_partitions_per_request
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (2, 7)
@@ -41,12 +46,25 @@ async def handle(ctx, request):
         check_partitions_per_request(sum(_new_partitions(broker, topic) for topic in request.topics))
     except KcliError as e:
         return {"topics": [_failed(topic.name, e.error_code, str(e)) for topic in request.topics]}
+    creatable = describable = None
+    if ctx.authorizing:
+        creatable = set(names) if ctx.authorize_cluster(AclOperation.CREATE, log_if_denied=False) else ctx.filter_by_authorized(
+            AclOperation.CREATE, ResourceType.TOPIC, names
+        )
+        describable = ctx.filter_by_authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names, log_if_denied=False)
     results = []
     for topic in request.topics:
         if names[topic.name] > 1:
             results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
             continue
-        results.append(await _create(broker, topic, request.validate_only, ctx.api_version, int(request.timeout.total_seconds() * 1000)))
+        if creatable is not None and topic.name not in creatable:
+            results.append(_failed(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+            continue
+        result = await _create(broker, topic, request.validate_only, ctx.api_version, int(request.timeout.total_seconds() * 1000))
+        if describable is not None and topic.name not in describable and "configs" in result:
+            result["configs"] = None
+            result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        results.append(result)
     return {"topics": results}
 
 

@@ -11,6 +11,8 @@ OFFSET_OUT_OF_RANGE; failed partitions answer low watermark -1. A partition name
 answered once, for the last offset given. With a single in-sync replica the deletion is complete
 when it is answered, so the timeout is never waited on.
 
+With an authorizer each topic needs DELETE (TOPIC_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 is v0 with throttling on quota violation; v2 is flexible.
 """
 
@@ -21,6 +23,7 @@ import logging
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.DELETE_RECORDS
 VERSIONS = (0, 2)
@@ -36,8 +39,13 @@ def handle(ctx, request):
     for topic in request.topics:
         for partition in topic.partitions:
             offsets[(topic.name, partition.partition_index)] = partition.offset
+    deletable = ctx.filter_by_authorized(AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics)) if ctx.authorizing else None
     by_topic: dict[str, list[dict]] = {}
     for (name, index), offset in offsets.items():
+        if deletable is not None and name not in deletable:
+            refused = {"partition_index": index, "low_watermark": INVALID_LOW_WATERMARK, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+            by_topic.setdefault(name, []).append(refused)
+            continue
         by_topic.setdefault(name, []).append(_delete(ctx.broker, name, index, offset))
     return {"topics": [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]}
 

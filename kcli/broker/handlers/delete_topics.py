@@ -6,6 +6,9 @@ UNKNOWN_TOPIC_OR_PARTITION for a name that does not exist, UNKNOWN_TOPIC_ID for 
 INVALID_REQUEST when a v6 entry names both or neither. ``delete.topic.enable=false`` answers
 TOPIC_DELETION_DISABLED.
 
+With an authorizer each topic needs DESCRIBE and DELETE (TOPIC_AUTHORIZATION_FAILED; asked by id,
+a topic the principal may not describe is UNKNOWN_TOPIC_ID), as in Kafka 2.8.
+
 Version notes: v4 is flexible; v5 adds error messages; v6 topic ids.
 """
 
@@ -16,6 +19,7 @@ import uuid
 
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.DELETE_TOPICS
 VERSIONS = (1, 6)
@@ -30,7 +34,27 @@ async def handle(ctx, request):
         targets = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
     else:
         targets = [(name, None) for name in request.topic_names]
-    return {"responses": [await _delete(broker, name, topic_id) for name, topic_id in targets]}
+    return {"responses": [await _authorized_delete(ctx, name, topic_id) for name, topic_id in targets]}
+
+
+async def _authorized_delete(ctx, name: str | None, topic_id: uuid.UUID | None) -> dict:
+    """Kafka 2.8's checks first: a topic the principal may not DESCRIBE answers
+    TOPIC_AUTHORIZATION_FAILED (by id: UNKNOWN_TOPIC_ID, nothing disclosed), one it may not
+    DELETE TOPIC_AUTHORIZATION_FAILED."""
+    if ctx.authorizing and (name is None) != (topic_id is None):
+        known = name
+        if known is None:
+            info = ctx.broker.metadata.topic_by_id(topic_id)
+            known = info.name if info is not None else None
+        result = {"name": name, "topic_id": topic_id or ZERO_UUID}
+        if known is not None and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, known):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            result.update(error_code=code, error_message=code.message)
+            return result
+        if known is not None and not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, known):
+            result.update(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=ErrorCode.TOPIC_AUTHORIZATION_FAILED.message)
+            return result
+    return await _delete(ctx.broker, name, topic_id)
 
 
 async def _delete(broker, name: str | None, topic_id: uuid.UUID | None) -> dict:

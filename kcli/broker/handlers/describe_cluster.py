@@ -6,6 +6,8 @@ authorizer: every cluster operation (``authorized_operations``). Only broker end
 described, as by a Kafka 3.9 broker: a request for controller endpoints (2) answers
 MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message.
 
+With an authorizer the cluster's authorized operations are the ACLs' (none without DESCRIBE on it).
+
 Version notes: v1 adds endpoint_type.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from kcli.broker import authorized_operations
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 VERSIONS = (0, 1)
@@ -39,9 +42,19 @@ def handle(ctx, request):
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id(),
         "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in broker.live_brokers(ctx.listener_name)],
-        "cluster_authorized_operations": authorized_operations.CLUSTER if include_ops else authorized_operations.NOT_REQUESTED,
+        "cluster_authorized_operations": _cluster_operations(ctx) if include_ops else authorized_operations.NOT_REQUESTED,
         "endpoint_type": BROKER_ENDPOINTS,
     }
+
+
+def _cluster_operations(ctx) -> int:
+    """All Kafka supports without an authorizer; with one, the ACLs' when DESCRIBE is allowed,
+    else none (Kafka 2.8)."""
+    if not ctx.authorizing:
+        return authorized_operations.CLUSTER
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations.bit_field(ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME))
 
 
 def _refused(error_code: ErrorCode, message: str) -> dict:

@@ -13,6 +13,9 @@ configs exist only on KRaft clusters). A resource type Kafka does not know fails
 request: every resource answers INVALID_REQUEST. Synonyms (in precedence order) and
 documentation are included on request; secrets are reported with a null value.
 
+With an authorizer a topic's configs need DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+the other resources' on the cluster (CLUSTER_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 adds synonyms and the config source (v0, with is_default, is not served); v3
 adds documentation and the config type; v4 is flexible.
 """
@@ -27,6 +30,7 @@ from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.java_compat import parse_int
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = (1, 4)
@@ -52,7 +56,11 @@ def handle(ctx, request):
         return {"results": [_failed(r, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST.message) for r in resources]}
     synonyms = request.include_synonyms
     documentation = getattr(request, "include_documentation", False)
-    return {"results": [_describe(ctx.broker, r, synonyms, documentation) for r in resources]}
+    results = []
+    for r in resources:
+        refused = config_authorization_error(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        results.append(_failed(r, refused, None) if refused is not None else _describe(ctx.broker, r, synonyms, documentation))
+    return {"results": results}
 
 
 def _describe(broker, resource, synonyms: bool, documentation: bool) -> dict:
@@ -128,6 +136,15 @@ def _failed(resource, code: ErrorCode, message: str | None) -> dict:
 
 
 # -- shared with AlterConfigs and IncrementalAlterConfigs -------------------------------------------
+
+
+def config_authorization_error(ctx, operation: AclOperation, resource_type: int, name: str) -> ErrorCode | None:
+    """Kafka 2.8's check of a config resource: a topic's configs need ``operation`` on the topic
+    (TOPIC_AUTHORIZATION_FAILED), a broker's, a broker logger's or client metrics' on the cluster
+    (CLUSTER_AUTHORIZATION_FAILED); None when allowed."""
+    if resource_type == TOPIC:
+        return None if ctx.authorize(operation, ResourceType.TOPIC, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return None if ctx.authorize_cluster(operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def parse_node_id(name: str, what: str) -> int:

@@ -9,6 +9,9 @@ without error) are what Kafka answers without an authorizer: every group operati
 errors: COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID
 (null id).
 
+With an authorizer each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED) and its authorized
+operations are the ACLs', as in Kafka 2.8.
+
 Version notes: v1 adds throttling; v3 authorized operations; v4 group.instance.id; v5 is
 flexible; v6 adds per-group error messages.
 """
@@ -19,6 +22,7 @@ from kcli.broker import authorized_operations
 from kcli.broker.groups.group import GroupState
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = (0, 6)
@@ -30,7 +34,10 @@ def handle(ctx, request):
     include_ops = version >= 3 and getattr(request, "include_authorized_operations", False)
     groups = []
     for group_id in request.groups:
-        error, summary = coordinator.describe_group(group_id)
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        else:
+            error, summary = coordinator.describe_group(group_id)
         entry = {
             "group_id": group_id,
             "error_code": error,
@@ -60,7 +67,8 @@ def handle(ctx, request):
                     for m in summary.members
                 ]
             if include_ops and entry["error_code"] is ErrorCode.NONE:
-                entry["authorized_operations"] = authorized_operations.GROUP
+                operations = ctx.authorized_operations(ResourceType.GROUP, group_id)
+                entry["authorized_operations"] = authorized_operations.GROUP if operations is None else authorized_operations.bit_field(operations)
         elif version >= 6:
             entry["error_message"] = error.message
         groups.append(entry)

@@ -11,6 +11,9 @@ in a dir is left out of that dir. From v4 each dir also carries the total and us
 file system (Long.MAX_VALUE when the size does not fit). A dir that cannot be read, or that
 went offline after a disk error, answers KAFKA_STORAGE_ERROR for that dir alone.
 
+With an authorizer DESCRIBE on the cluster is needed (no log dirs, and from v3
+CLUSTER_AUTHORIZATION_FAILED; Kafka 2.8 answers the empty list, 3.9 the code too).
+
 Version notes: v0 is not served (a client sends v1, which is the same); v2 is flexible; v3 adds
 the top-level error code; v4 adds total and usable bytes.
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 VERSIONS = (1, 4)
@@ -35,6 +39,8 @@ log = logging.getLogger(__name__)
 
 def handle(ctx, request):
     broker = ctx.broker
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     log_dirs = list(dict.fromkeys(broker.log_manager.log_dirs))
     return {"error_code": ErrorCode.NONE, "results": [_describe_dir(broker, log_dir, wanted) for log_dir in log_dirs]}

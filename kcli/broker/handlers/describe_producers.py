@@ -8,6 +8,8 @@ partitions, a missing topic UNKNOWN_TOPIC_OR_PARTITION with the code's message, 
 index the topic lacks UNKNOWN_TOPIC_OR_PARTITION, and a partition this broker does not host
 NOT_LEADER_OR_FOLLOWER.
 
+With an authorizer each topic needs READ (TOPIC_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v0 is the only version, flexible.
 """
 
@@ -18,6 +20,7 @@ import logging
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 VERSIONS = (0, 0)
@@ -27,9 +30,13 @@ log = logging.getLogger(__name__)
 
 def handle(ctx, request):
     broker = ctx.broker
+    readable = ctx.filter_by_authorized(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)) if ctx.authorizing else None
     topics = []
     for topic in request.topics:
-        problem = _topic_problem(broker, topic.name)
+        if readable is not None and topic.name not in readable:
+            problem = KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        else:
+            problem = _topic_problem(broker, topic.name)
         partitions = [
             _failed(index, problem) if problem is not None else _describe(broker, topic.name, index)
             for index in topic.partition_indexes

@@ -10,6 +10,9 @@ transaction open, or the opposite of the decision already taken), CONCURRENT_TRA
 markers are still being written), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS. Repeating the
 decision just completed answers NONE.
 
+With an authorizer the transactional id needs WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as in
+Kafka 2.8.
+
 Version notes: v2 may answer PRODUCER_FENCED; v3 is flexible; v4 may answer
 TRANSACTION_ABORTABLE.
 """
@@ -19,12 +22,15 @@ from __future__ import annotations
 from kcli.broker.handlers._completion import Completion, answer
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.END_TXN
 VERSIONS = (0, 4)
 
 
 def handle(ctx, request):
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     done = Completion()
     ctx.broker.transaction_coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch, request.committed, done)
     return answer(done, lambda error: {"error_code": _known_to_version(ctx, error)})

@@ -14,7 +14,9 @@ FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KAFKA_STORAGE_ERROR (a log in an off
 (``fetch_sessions``); partitions that returned data move to the end of their session, so
 every partition gets its turn. A fetch from a follower (``replica_id``, from v15 ``replica_state``'s,
 a broker id) reads up to the log end offset whatever its isolation level, and the leader records
-the follower's fetch offset and log start offset in the partition's replica state.
+the follower's fetch offset and log start offset in the partition's replica state. With an
+authorizer, a consumer needs READ on each topic and a follower CLUSTER_ACTION on the cluster
+(Kafka 2.8: a refused partition answers TOPIC_AUTHORIZATION_FAILED either way).
 
 From v11 a consumer (or kafka-replica-verification.sh's debugging consumer, replica id -2) may
 read a follower's replica too, up to that replica's high watermark (KIP-392, Kafka's
@@ -39,6 +41,7 @@ from kcli.broker.handlers import RawResponse
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
 from kcli.protocol.fetch_response import PartitionResult, TopicResult, encode_fetch_response
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.FETCH
 VERSIONS = (4, 17)
@@ -84,17 +87,37 @@ async def handle(ctx, request):
         isolation_level=getattr(request, "isolation_level", 0),
         fetch_only_from_leader=replica_id >= 0 or version < 11,
     )
-    future = asyncio.get_running_loop().create_future()
+    partitions, denied = _authorized(ctx, params.replica_id, context.partitions)
+    reads = []
+    if partitions or not denied:
+        future = asyncio.get_running_loop().create_future()
 
-    def respond(reads):
-        if not future.done():
-            future.set_result(reads)
+        def respond(reads):
+            if not future.done():
+                future.set_result(reads)
 
-    replicas.fetch_messages(params, context.partitions, respond)
-    reads = await future
+        replicas.fetch_messages(params, partitions, respond)
+        reads = list(await future)
+    reads.extend((key, context.partitions[key], _error(key[1], ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for key in denied)
     topics = _group(reads, context)
     chunks, size = encode_fetch_response(version, unknown_ids + topics, session_id=context.session_id)
     return RawResponse(chunks, size)
+
+
+def _authorized(ctx, replica_id: int, partitions):
+    """The session's partitions this fetch may read, and those it may not (Kafka 2.8: a follower
+    needs CLUSTER_ACTION on the cluster, a consumer READ on each topic; either way a refused
+    partition answers TOPIC_AUTHORIZATION_FAILED)."""
+    if not ctx.authorizing:
+        return partitions, []
+    if replica_id >= 0:
+        allowed = ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
+        return (partitions, []) if allowed else (OrderedDict(), list(partitions))
+    topics = ctx.filter_by_authorized(AclOperation.READ, ResourceType.TOPIC, (name for name, _ in partitions))
+    denied = [key for key in partitions if key[0] not in topics]
+    if not denied:
+        return partitions, []
+    return OrderedDict((key, cached) for key, cached in partitions.items() if key[0] in topics), denied
 
 
 def _group(reads, context) -> list[TopicResult]:

@@ -15,6 +15,9 @@ coordinator is given at its endpoint on that listener. A transaction key is answ
 COORDINATOR_NOT_AVAILABLE, as a Kafka broker without share groups does, and INVALID_REQUEST
 before v6; an unknown key type answers INVALID_REQUEST.
 
+With an authorizer a group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED), a transactional id
+DESCRIBE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 adds the key type and error messages; v3 is flexible; v4 looks up a batch of
 keys at once; v6 allows the share key type.
 """
@@ -28,6 +31,7 @@ from kcli.broker.coordinator_hosting import internal_topic
 from kcli.broker.transactions.hosting import transaction_state_topic
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.FIND_COORDINATOR
 VERSIONS = (0, 6)
@@ -43,13 +47,18 @@ async def handle(ctx, request):
     version = ctx.api_version
     if version >= 4:
         return {
-            "coordinators": [dict(key=key, **await _coordinator(ctx.broker, key_type, key, version, ctx.listener_name)) for key in request.coordinator_keys]
+            "coordinators": [dict(key=key, **await _coordinator(ctx, key_type, key, version, ctx.listener_name)) for key in request.coordinator_keys]
         }
-    return await _coordinator(ctx.broker, key_type, request.key, version, ctx.listener_name)
+    return await _coordinator(ctx, key_type, request.key, version, ctx.listener_name)
 
 
-async def _coordinator(broker, key_type: int, key: str, version: int, listener_name: str) -> dict:
-    if key_type == GROUP:
+async def _coordinator(ctx, key_type: int, key: str, version: int, listener_name: str) -> dict:
+    broker = ctx.broker
+    if key_type == GROUP and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        code, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.GROUP_AUTHORIZATION_FAILED.message
+    elif key_type == TRANSACTION and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        code, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.message
+    elif key_type == GROUP:
         try:
             return await _group_coordinator(broker, key, listener_name)
         except KcliError as e:

@@ -14,6 +14,9 @@ logger or level answers INVALID_CONFIG; unsetting ``root``, APPEND and SUBTRACT 
 INVALID_REQUEST. CLIENT_METRICS answers INVALID_REQUEST (not supported here), any other type
 INVALID_REQUEST "Unknown resource type N". With validate_only nothing is changed.
 
+With an authorizer a topic's configs need ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+the other resources' on the cluster (CLUSTER_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 is flexible.
 """
 
@@ -53,7 +56,7 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx, request):
-    return await answer_each(ctx.broker, request, "incremental alter configs", _alter)
+    return await answer_each(ctx, request, "incremental alter configs", _alter)
 
 
 async def _alter(broker, resource, validate_only: bool) -> None:

@@ -14,6 +14,10 @@ CONCURRENT_TRANSACTIONS too. With v3+'s producer id and epoch, a stale pair answ
 PRODUCER_FENCED (v0-3: INVALID_PRODUCER_EPOCH, which those versions know); a retry of the last
 bump gets the same epoch again; an exhausted epoch gets a new producer id.
 
+With an authorizer a transactional id needs WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an
+idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+(CLUSTER_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v2 is flexible; v3 adds producer_id and producer_epoch for epoch bumps; v4 may
 answer PRODUCER_FENCED.
 """
@@ -24,12 +28,19 @@ from kcli.broker.groups.wire import duration_ms
 from kcli.broker.handlers._completion import Completion, answer
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = (0, 5)
 
 
 def handle(ctx, request):
+    if request.transactional_id is not None and not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "producer_id": -1, "producer_epoch": -1}
+    if request.transactional_id is None and ctx.authorizing and not (
+        ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE, log_if_denied=False) or ctx.authorize_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "producer_id": -1, "producer_epoch": -1}
     if request.transactional_id is None:
         try:
             producer_id = ctx.broker.producer_ids.generate()

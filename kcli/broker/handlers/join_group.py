@@ -12,6 +12,8 @@ INVALID_GROUP_ID (empty id), INVALID_SESSION_TIMEOUT (outside ``group.min.sessio
 protocol type, or none given), GROUP_MAX_SIZE_REACHED (``group.max.size``), UNKNOWN_MEMBER_ID,
 COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE.
 
+With an authorizer the group needs READ (GROUP_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 adds the rebalance timeout (v0 uses the session timeout); v4 requires a known
 member id; v5 adds group.instance.id; v6 is flexible; v7 answers the protocol type and a nullable
 protocol name; v8 adds the join reason; v9 lets a rejoining static leader skip the assignment.
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 from kcli.broker.groups.group import JoinGroupResult
 from kcli.broker.groups.wire import client_host, duration_ms
+from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = (0, 9)
@@ -29,6 +33,8 @@ VERSIONS = (0, 9)
 
 async def handle(ctx, request):
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response(JoinGroupResult("", ErrorCode.GROUP_AUTHORIZATION_FAILED), version)
     session_timeout = duration_ms(request.session_timeout)
     rebalance_timeout = duration_ms(request.rebalance_timeout) if version >= 1 else session_timeout
     result = await ctx.broker.group_coordinator.join_group(

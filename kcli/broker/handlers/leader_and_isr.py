@@ -11,6 +11,9 @@ whose replicas do not include this broker UNKNOWN_TOPIC_OR_PARTITION, a log in a
 KAFKA_STORAGE_ERROR, a log of an earlier topic of the same name INCONSISTENT_TOPIC_ID. New logs
 are created in a worker thread first, so a large topic does not hold the loop.
 
+With an authorizer the sender needs CLUSTER_ACTION on the cluster, as a broker (its inter-broker
+principal a super user) has: anyone else is answered CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes: v1 adds is_new; v2 the broker epoch and groups partitions by topic; v3 adding
 and removing replicas; v4 is flexible; v5 adds topic ids and the request type, and answers by
 topic id; v6 the leader recovery state; v7 the KRaft controller flag.
@@ -22,6 +25,7 @@ from kcli.broker.handlers._control_requests import broker_epoch_is_stale, partit
 from kcli.metadata.topics import TopicPartitionState
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.LEADER_AND_ISR
 VERSIONS = (0, 7)
@@ -40,6 +44,9 @@ def partition_states(request):
 async def handle(ctx, request):
     broker = ctx.broker
     states = partition_states(request)
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return _response(ctx.api_version, error, states, {(name, p.partition_index): error for name, _id, p in states})
     if broker_epoch_is_stale(broker, request):
         error = ErrorCode.STALE_BROKER_EPOCH
         return _response(ctx.api_version, error, states, {(name, p.partition_index): error for name, _id, p in states})

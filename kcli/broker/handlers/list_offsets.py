@@ -10,6 +10,7 @@ offset whose record timestamp is at least it, or -1 when none is. A special time
 request's version does not know answers UNSUPPORTED_VERSION. The leader epoch of the answer is
 the epoch that offset was written in. UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted; a
 current leader epoch that does not match answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+With an authorizer each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED), as in Kafka 2.8.
 
 Version notes: v1 answers one offset (the v0 list form is not served); v2 adds isolation_level;
 v4 leader epochs; v6 flexible; v7, v8 and v9 add the timestamps -3, -4 and -5.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = (1, 9)
@@ -35,11 +37,18 @@ def handle(ctx, request):
     # log end offset (Kafka's KafkaApis: isolation only for a client's request).
     isolation = None if getattr(request, "replica_id", -1) >= 0 else getattr(request, "isolation_level", 0)
     version = ctx.api_version
+    allowed = None
+    if ctx.authorizing:
+        allowed = ctx.filter_by_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             result = {"partition_index": p.partition_index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            if allowed is not None and topic.name not in allowed:
+                result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                partitions.append(result)
+                continue
             try:
                 partition = replicas.get_partition_or_error(topic.name, p.partition_index)
                 partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))

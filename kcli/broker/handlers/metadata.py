@@ -17,6 +17,12 @@ answers. Authorized operations (v8+), when asked for, are what Kafka answers wit
 authorizer (``authorized_operations``): every topic operation on each topic answered by name,
 errors included (not on an unknown topic id), and in v8-10 every cluster operation.
 
+With an authorizer (Kafka 2.8's rules): all topics means those the principal may DESCRIBE (the
+others left out, quietly); a named topic it may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED
+whether or not it exists; auto-creation needs CREATE on the cluster or the topic
+(TOPIC_AUTHORIZATION_FAILED); the authorized operations are the ACLs' (the cluster's none
+without DESCRIBE on it).
+
 Version notes: v1 adds racks, the controller and is_internal; v2 the cluster id; v4 the
 auto-creation flag; v5 offline replicas; v7 leader epochs; v8 authorized operations; v9
 flexible; v10 topic ids; v11 drops the cluster authorized operations.
@@ -31,6 +37,7 @@ from kcli.broker import authorized_operations
 from kcli.metadata import topic_names
 from kcli.errors import ErrorCode, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 API_KEY = ApiKey.METADATA
 VERSIONS = (0, 12)
@@ -67,24 +74,54 @@ def handle(ctx, request):
     include_ops = getattr(request, "include_topic_authorized_operations", False)
     cluster_ops = authorized_operations.NOT_REQUESTED
     if version <= LAST_WITH_CLUSTER_OPERATIONS and getattr(request, "include_cluster_authorized_operations", False):
-        cluster_ops = authorized_operations.CLUSTER
+        cluster_ops = _cluster_ops(ctx)
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [_describe(t, include_ops, view) for t in metadata.topics().values()]
+        every = metadata.topics()
+        if ctx.authorizing:  # topics the principal may not describe are left out, quietly
+            names = ctx.filter_by_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, every, log_if_denied=False)
+            every = {name: info for name, info in every.items() if name in names}
+        topics = [_describe(t, include_ops, view) for t in every.values()]
     else:
         allow_create = getattr(request, "allow_auto_topic_creation", True) and broker.config.get("auto.create.topics.enable")
-        topics = [_requested(broker, t, allow_create, include_ops, view) for t in request.topics]
+        describable = None
+        if ctx.authorizing:
+            names = [t.name if t.name is not None else _name_of(metadata, t) for t in request.topics]
+            describable = ctx.filter_by_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, [n for n in names if n is not None])
+        topics = [_requested(ctx, t, allow_create, include_ops, view, describable) for t in request.topics]
         if any(not isinstance(topic, dict) for topic in topics):
-            return _after_creations(broker, topics, cluster_ops, view)
-    return _answer(broker, topics, cluster_ops, view)
+            return _after_creations(ctx, topics, cluster_ops, view, include_ops)
+    return _answer(ctx, topics, cluster_ops, view, include_ops)
 
 
-async def _after_creations(broker, topics: list, cluster_ops: int, view: _View) -> dict:
+def _cluster_ops(ctx) -> int:
+    """The cluster's authorized operations: all Kafka supports without an authorizer; with one,
+    those allowed when DESCRIBE is, else none."""
+    if not ctx.authorizing:
+        return authorized_operations.CLUSTER
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations.bit_field(ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME))
+
+
+def _name_of(metadata, requested) -> str | None:
+    topic_id = getattr(requested, "topic_id", None)
+    info = metadata.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
+    return None if info is None else info.name
+
+
+async def _after_creations(ctx, topics: list, cluster_ops: int, view: _View, include_ops: bool) -> dict:
     """The answer once the topics being auto-created are (or failed to be)."""
     done = [topic if isinstance(topic, dict) else await topic for topic in topics]
-    return _answer(broker, done, cluster_ops, view)
+    return _answer(ctx, done, cluster_ops, view, include_ops)
 
 
-def _answer(broker, topics: list[dict], cluster_ops: int, view: _View) -> dict:
+def _answer(ctx, topics: list[dict], cluster_ops: int, view: _View, include_ops: bool) -> dict:
+    broker = ctx.broker
+    if include_ops and ctx.authorizing:
+        for topic in topics:
+            if topic.get("name") is not None:
+                operations = ctx.authorized_operations(ResourceType.TOPIC, topic["name"])
+                topic["topic_authorized_operations"] = authorized_operations.bit_field(operations)
     return {
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in view.brokers],
         "cluster_id": broker.cluster_id,
@@ -94,8 +131,12 @@ def _answer(broker, topics: list[dict], cluster_ops: int, view: _View) -> dict:
     }
 
 
-def _requested(broker, requested, allow_create: bool, include_ops: bool, view: _View):
-    """The topic's entry, or a coroutine giving it when the topic is being auto-created."""
+def _requested(ctx, requested, allow_create: bool, include_ops: bool, view: _View, describable: set[str] | None):
+    """The topic's entry, or a coroutine giving it when the topic is being auto-created. With an
+    authorizer (``describable`` the names the principal may describe), a topic it may not describe
+    answers TOPIC_AUTHORIZATION_FAILED whether or not it exists, and auto-creation needs CREATE on
+    the cluster or the topic."""
+    broker = ctx.broker
     metadata = broker.metadata
     topic_id = getattr(requested, "topic_id", None)
     name = requested.name
@@ -103,7 +144,11 @@ def _requested(broker, requested, allow_create: bool, include_ops: bool, view: _
         info = metadata.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
         if info is None:
             return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id, "partitions": []}
+        if describable is not None and info.name not in describable:
+            return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": None, "topic_id": topic_id, "partitions": []}
         return _describe(info, include_ops, view)
+    if describable is not None and name not in describable:
+        return _failed(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name, include_ops)
     info = metadata.topic(name)
     if info is not None:
         return _describe(info, include_ops, view)
@@ -111,6 +156,10 @@ def _requested(broker, requested, allow_create: bool, include_ops: bool, view: _
         return _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, name, include_ops)
     if not allow_create or topic_names.is_internal(name):
         return _failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, include_ops)
+    if describable is not None and not (
+        ctx.authorize_cluster(AclOperation.CREATE, log_if_denied=False) or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)
+    ):
+        return _failed(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name, include_ops)
     return _auto_created(broker, name, include_ops, view)
 
 

@@ -11,6 +11,9 @@ answers OFFSET_METADATA_TOO_LARGE while the partition's other commits are stored
 metadata, leader epoch and offset come back from OffsetFetch as given; a null metadata is stored
 as the empty string.
 
+With an authorizer the group needs READ (every partition GROUP_AUTHORIZATION_FAILED) and each
+topic READ (TOPIC_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v0 stores the offsets in ZooKeeper, ``/consumers/<group>/offsets/<topic>/<partition>``
 (Kafka 3.9's ``commitOffsetsToZookeeper``: no group membership, metadata still limited to
 ``offset.metadata.max.bytes``); a broker without ZooKeeper (embedded mode) answers
@@ -31,6 +34,7 @@ from kcli.broker.groups.wire import duration_ms, leader_epoch_or_none
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +44,10 @@ DEFAULT_TIMESTAMP = -1  # v1's commit timestamp meaning "now"
 
 
 def handle(ctx, request):
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        every = {(t, p.partition_index): error for t, topic in enumerate(request.topics) for p in topic.partitions}
+        return _response(request, ctx.api_version, every, {}, {})
     if ctx.api_version == 0:
         return _handle_v0(ctx, request)
     broker = ctx.broker
@@ -51,6 +59,7 @@ def handle(ctx, request):
     errors: dict[tuple[int, int], ErrorCode] = {}  # (topic's place in the request, partition)
     names: dict[int, str] = {}
     commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+    allowed = _readable_topics(ctx, request)
     for t, topic in enumerate(request.topics):
         if version >= 10:
             info = broker.metadata.topic_by_id(topic.topic_id)
@@ -60,9 +69,12 @@ def handle(ctx, request):
             unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if info is not None:
             names[t] = info.name
+        refused = allowed is not None and (info.name if info is not None else getattr(topic, "name", None)) not in allowed
         for partition in topic.partitions:
             index = partition.partition_index
-            if info is None:
+            if refused:
+                errors[(t, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None:
                 errors[(t, index)] = unknown
             elif index not in info.partitions:
                 errors[(t, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -87,6 +99,21 @@ def handle(ctx, request):
     else:
         done({})
     return answer(done, lambda results: _response(request, version, errors, names, results))
+
+
+def _readable_topics(ctx, request) -> set[str] | None:
+    """The topics named (by name, or by id from v10) the principal may READ; None without an
+    authorizer."""
+    if not ctx.authorizing:
+        return None
+    metadata = ctx.broker.metadata
+    names = []
+    for topic in request.topics:
+        info = metadata.topic_by_id(topic.topic_id) if ctx.api_version >= 10 else None
+        name = info.name if info is not None else getattr(topic, "name", None)
+        if name is not None:
+            names.append(name)
+    return ctx.filter_by_authorized(AclOperation.READ, ResourceType.TOPIC, names)
 
 
 def _response(request, version: int, errors: dict, names: dict, results: dict) -> dict:
@@ -119,11 +146,14 @@ def _handle_v0(ctx, request):
     broker = ctx.broker
     errors: dict[tuple[str, int], ErrorCode] = {}
     known: dict[tuple[str, int], object] = {}
+    allowed = _readable_topics(ctx, request)
     for topic in request.topics:
         info = broker.metadata.topic(topic.name)
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
-            if info is None or partition.partition_index not in info.partitions:
+            if allowed is not None and topic.name not in allowed:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or partition.partition_index not in info.partitions:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known[key] = partition

@@ -8,6 +8,9 @@ topic the cluster does not know answers UNKNOWN_TOPIC_OR_PARTITION. Group errors
 has no partitions): GROUP_ID_NOT_FOUND, INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS,
 NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE.
 
+With an authorizer the group needs DELETE (GROUP_AUTHORIZATION_FAILED) and each topic READ
+(TOPIC_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: only v0 exists.
 """
 
@@ -15,20 +18,26 @@ from __future__ import annotations
 
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.OFFSET_DELETE
 VERSIONS = (0, 0)
 
 
 def handle(ctx, request):
+    if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
     metadata = ctx.broker.metadata
     errors: dict[tuple[str, int], ErrorCode] = {}
     partitions: list[tuple[str, int]] = []
+    allowed = ctx.filter_by_authorized(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)) if ctx.authorizing else None
     for topic in request.topics:
         info = metadata.topic(topic.name)
         for partition in topic.partitions:
             tp = (topic.name, partition.partition_index)
-            if info is None or partition.partition_index not in info.partitions:
+            if allowed is not None and topic.name not in allowed:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or partition.partition_index not in info.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 partitions.append(tp)

@@ -10,6 +10,9 @@ Group errors: INVALID_GROUP_ID (null id), COORDINATOR_LOAD_IN_PROGRESS, NOT_COOR
 COORDINATOR_NOT_AVAILABLE; v1 has no top-level error and puts the group's error on every asked
 partition.
 
+With an authorizer the group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED) and each topic DESCRIBE
+(TOPIC_AUTHORIZATION_FAILED; all offsets: those of describable topics), as in Kafka 2.8.
+
 Version notes: v0 reads ZooKeeper-stored offsets, ``/consumers/<group>/offsets/<topic>/<partition>``
 (Kafka 3.9's ``handleOffsetFetchRequestFromZookeeper``): a partition the cluster does not know,
 or without a stored offset, answers -1 and UNKNOWN_TOPIC_OR_PARTITION; a znode that is not a
@@ -25,6 +28,7 @@ from __future__ import annotations
 from kcli.broker.groups.offsets import INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = (0, 10)
@@ -47,6 +51,8 @@ def handle(ctx, request):
 
 
 def _fetch_group(ctx, group_id: str, requested, require_stable: bool, version: int) -> dict:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return {"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
     metadata = ctx.broker.metadata
     unknown_ids: list[dict] = []
     partitions = None
@@ -62,10 +68,20 @@ def _fetch_group(ctx, group_id: str, requested, require_stable: bool, version: i
             else:
                 name = topic.name
             partitions.extend((name, p) for p in topic.partition_indexes)
+    refused: list[tuple[str, int]] = []
+    if ctx.authorizing and partitions is not None:
+        allowed = ctx.filter_by_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in partitions))
+        refused = [(name, p) for name, p in partitions if name not in allowed]
+        partitions = [(name, p) for name, p in partitions if name in allowed]
     error, fetched = ctx.broker.group_coordinator.fetch_offsets(group_id, require_stable, partitions)
     if error is not ErrorCode.NONE:
         return {"group_id": group_id, "error_code": error, "topics": []}
+    if ctx.authorizing and requested is None:  # every committed offset: those of describable topics
+        allowed = ctx.filter_by_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {o.topic for o in fetched}, log_if_denied=False)
+        fetched = [o for o in fetched if o.topic in allowed]
     by_topic: dict[str, list[dict]] = {}
+    for name, index in refused:
+        by_topic.setdefault(name, []).append(_partition(index, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     for offset in fetched:
         by_topic.setdefault(offset.topic, []).append(
             _partition(offset.partition, offset.offset, offset.leader_epoch, offset.metadata, offset.error)
@@ -98,19 +114,26 @@ def _partition(index: int, offset: int = INVALID_OFFSET, leader_epoch: int | Non
 def _handle_v0(ctx, request):
     broker = ctx.broker
     asked = [(t.name, p) for t in request.topics for p in t.partition_indexes]
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
+        return _v0_response(request, {tp: _partition(tp[1], error=ErrorCode.GROUP_AUTHORIZATION_FAILED) for tp in asked})
+    refused = {}
+    if ctx.authorizing:
+        allowed = ctx.filter_by_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in asked))
+        refused = {tp: _partition(tp[1], error=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp in asked if tp[0] not in allowed}
+        asked = [tp for tp in asked if tp not in refused]
     if not broker.config.get("zookeeper.connect"):
         return _v0_response(request, {tp: _partition(tp[1], error=ErrorCode.UNSUPPORTED_VERSION) for tp in asked})
-    return _fetch_v0(ctx, request, asked)
+    return _fetch_v0(ctx, request, asked, refused)
 
 
-async def _fetch_v0(ctx, request, asked):
+async def _fetch_v0(ctx, request, asked, refused):
     from kcli.common import TopicPartition
     from kcli.metadata.store import MetadataStoreError
     from kcli.metadata.zk_consumers import ZkConsumerGroups
     from kcli.metadata.zk_paths import consumer_offset_path
 
     broker = ctx.broker
-    answers: dict[tuple[str, int], dict] = {}
+    answers: dict[tuple[str, int], dict] = dict(refused)
     known = []
     for name, index in asked:
         info = broker.metadata.topic(name)

@@ -15,6 +15,11 @@ first, once for the whole request). A retried batch of
 an idempotent producer answers the offsets of its first append. With acks=0 nothing is answered;
 a failure closes the connection, as Kafka does, so the producer notices.
 
+With an authorizer (Kafka 2.8's checks): transactional batches need WRITE on the transactional id
+(else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), idempotent ones
+IDEMPOTENT_WRITE on the cluster (CLUSTER_AUTHORIZATION_FAILED), and each topic WRITE
+(TOPIC_AUTHORIZATION_FAILED for its partitions, the others appended).
+
 The handler reads the request and writes the answer; the replica manager (``append_records``)
 looks each partition up, appends and, with acks=-1, answers once the in-sync replicas have the
 records (at once while the ISR is the leader alone).
@@ -33,9 +38,11 @@ from __future__ import annotations
 
 import asyncio
 
+from kcli.broker.replica.delayed_produce import PartitionResponse
 from kcli.broker.transactions.verification import coordinator_is_remote, verify_remotely, verify_transactional_produce
 from kcli.errors import ErrorCode, KafkaError, KcliError
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 from kcli.storage.producer_state import AppendOrigin
 from kcli.storage.records import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, RecordBatch, peek_batch_header, single_batch_header
 
@@ -46,42 +53,68 @@ _ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # attributes are a big-endian int1
 
 
 def handle(ctx, request):
+    denied: frozenset[str] = frozenset()
+    if ctx.authorizing:
+        refused = _refusal(ctx, request)
+        if refused is not None:
+            return _answer(ctx, request, [], refused)
+        allowed = ctx.filter_by_authorized(AclOperation.WRITE, ResourceType.TOPIC, (topic.name for topic in request.topic_data))
+        denied = frozenset(topic.name for topic in request.topic_data if topic.name not in allowed)
     if request.transactional_id is not None and coordinator_is_remote(ctx.broker, request.transactional_id):
-        return _handle_verified_remotely(ctx, request)
+        return _handle_verified_remotely(ctx, request, denied)
     if _compressed_batches(request) > 1:
-        return _handle_yielding(ctx, request)
-    return _answer(ctx, request, _append(ctx, request, _entries(request)))
+        return _handle_yielding(ctx, request, denied)
+    entries = _entries(request, denied)
+    return _answer(ctx, request, _append(ctx, request, entries) if entries else [], denied)
 
 
-async def _handle_verified_remotely(ctx, request):
+def _refusal(ctx, request) -> ErrorCode | None:
+    """Kafka 2.8's checks of the whole request: transactional batches need WRITE on the
+    transactional id, idempotent ones IDEMPOTENT_WRITE on the cluster."""
+    batches = [single_batch_header(data.records) for topic in request.topic_data for data in topic.partition_data]
+    if any(batch is not None and batch.is_transactional for batch in batches):
+        transactional_id = request.transactional_id
+        if transactional_id is None or not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif any(batch is not None and batch.producer_id >= 0 for batch in batches):
+        if not ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
+async def _handle_verified_remotely(ctx, request, denied):
     """A transactional request whose coordinator is another broker: it verifies first."""
     replicas = ctx.broker.replica_manager
     candidates = []
     for topic in request.topic_data:
+        if topic.name in denied:
+            continue
         for data in topic.partition_data:
             try:
                 candidates.append((replicas.get_partition_or_error(topic.name, data.index), single_batch_header(data.records)))
             except KcliError:
                 pass  # the append answers the partition's error
     remote = await verify_remotely(ctx.broker, request.transactional_id, candidates)
-    return _answer(ctx, request, await _wait(_append(ctx, request, _entries(request), remote)))
+    entries = _entries(request, denied)
+    return _answer(ctx, request, await _wait(_append(ctx, request, entries, remote)) if entries else [], denied)
 
 
-async def _handle_yielding(ctx, request):
+async def _handle_yielding(ctx, request, denied):
     """One partition at a time, yielding to the event loop after each compressed one."""
     answers = []
-    for entry in _entries(request):
+    for entry in _entries(request, denied):
         answers.append(_append(ctx, request, [entry]))
         if _is_compressed(entry[1]):
             await asyncio.sleep(0)
     responses = []
     for answer in answers:
         responses.extend(await _wait(answer))
-    return _answer(ctx, request, responses)
+    return _answer(ctx, request, responses, denied)
 
 
-def _entries(request) -> list:
-    return [((topic.name, data.index), data.records) for topic in request.topic_data for data in topic.partition_data]
+def _entries(request, denied: frozenset[str] = frozenset()) -> list:
+    """The request's (partition, records) to append: those of the topics not refused."""
+    return [((topic.name, data.index), data.records) for topic in request.topic_data if topic.name not in denied for data in topic.partition_data]
 
 
 def _append(ctx, request, entries, remote=None):
@@ -115,21 +148,35 @@ async def _wait(answer):
     return answer if isinstance(answer, list) else await answer
 
 
-def _answer(ctx, request, responses):
-    """The Produce response for the replica manager's answers, one per partition in the request's
-    order (none with acks=0, where a failure closes the connection instead); a coroutine while
-    they are still to come."""
+def _answer(ctx, request, responses, denied: frozenset[str] | ErrorCode = frozenset()):
+    """The Produce response for the replica manager's answers, one per partition appended in the
+    request's order; a partition of a ``denied`` topic answers TOPIC_AUTHORIZATION_FAILED, and
+    every partition ``denied``'s code when it is one (the whole request refused). None with
+    acks=0, where a failure closes the connection instead; a coroutine while they are still to
+    come."""
     if not isinstance(responses, list):
-        return _answer_later(ctx, request, responses)
-    if request.acks == 0:
-        ctx.close_connection = any(response.error_code != ErrorCode.NONE for _, response in responses)
-        return None
+        return _answer_later(ctx, request, responses, denied)
     answers = iter(responses)
+    refused = None if isinstance(denied, frozenset) else PartitionResponse(denied)
+    topic_refused = PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    ordered = []
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            if refused is not None:
+                ordered.append(refused)
+            elif topic.name in denied:
+                ordered.append(topic_refused)
+            else:
+                ordered.append(next(answers)[1])
+    if request.acks == 0:
+        ctx.close_connection = any(response.error_code != ErrorCode.NONE for response in ordered)
+        return None
+    answers = iter(ordered)
     topics = []
     for topic in request.topic_data:
         partition_responses = []
         for data in topic.partition_data:
-            _, response = next(answers)
+            response = next(answers)
             result = {
                 "index": data.index,
                 "base_offset": response.base_offset,
@@ -147,8 +194,8 @@ def _answer(ctx, request, responses):
     return {"responses": topics}
 
 
-async def _answer_later(ctx, request, future):
-    return _answer(ctx, request, await future)
+async def _answer_later(ctx, request, future, denied):
+    return _answer(ctx, request, await future, denied)
 
 
 def _is_compressed(records: bytes | memoryview | None) -> bool:

@@ -9,6 +9,9 @@ Per partition (v3+): a hosted partition whose leader epoch is not older than the
 (unless the request's is -1, or -2 for a deletion) answers FENCED_LEADER_EPOCH and stays; a log
 in an offline dir answers KAFKA_STORAGE_ERROR.
 
+With an authorizer the sender needs CLUSTER_ACTION on the cluster, as a broker (its inter-broker
+principal a super user) has: anyone else is answered CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes: v1 adds the broker epoch and groups partitions by topic; v2 is flexible; v3 gives
 each partition its leader epoch and its own deletion flag; v4 the KRaft controller flag.
 """
@@ -19,6 +22,7 @@ from kcli.broker.handlers._control_requests import broker_epoch_is_stale
 from kcli.broker.replica.replica_manager import NO_EPOCH, StopPartition
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.STOP_REPLICA
 VERSIONS = (0, 4)
@@ -41,6 +45,9 @@ def stopped_partitions(request) -> list[StopPartition]:
 def handle(ctx, request):
     broker = ctx.broker
     partitions = stopped_partitions(request)
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return _response(error, partitions, {(p.topic, p.index): error for p in partitions})
     if broker_epoch_is_stale(broker, request):
         error = ErrorCode.STALE_BROKER_EPOCH
         return _response(error, partitions, {(p.topic, p.index): error for p in partitions})

@@ -9,6 +9,8 @@ group rebalances again, or its coordinator was reloaded), INCONSISTENT_GROUP_PRO
 protocol type or name that is not the group's, or missing), NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID.
 
+With an authorizer the group needs READ (GROUP_AUTHORIZATION_FAILED), as in Kafka 2.8.
+
 Version notes: v1 adds throttling; v3 group.instance.id; v4 is flexible; v5 checks and answers
 the protocol type and name.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from kcli.broker.groups.group import SyncGroupResult
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.SYNC_GROUP
 VERSIONS = (0, 5)
@@ -29,6 +32,8 @@ async def handle(ctx, request):
     protocol_name = getattr(request, "protocol_name", None)
     if version >= 5 and (protocol_type is None or protocol_name is None):
         result = SyncGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        result = SyncGroupResult(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     else:
         result = await ctx.broker.group_coordinator.sync_group(
             request.group_id,

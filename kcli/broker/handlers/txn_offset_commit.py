@@ -14,6 +14,10 @@ member id, generation and instance id, a member of a group must be current
 (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); metadata longer than
 ``offset.metadata.max.bytes`` answers OFFSET_METADATA_TOO_LARGE.
 
+With an authorizer the transactional id needs WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), the
+group READ (GROUP_AUTHORIZATION_FAILED), each topic READ (TOPIC_AUTHORIZATION_FAILED), as in
+Kafka 2.8.
+
 Version notes: v2 adds the committed leader epoch; v3 is flexible and adds the member id,
 generation and group instance id; v4 may answer TRANSACTION_ABORTABLE.
 """
@@ -30,6 +34,7 @@ from kcli.common import TopicPartition
 from kcli.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation, ResourceType
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 VERSIONS = (0, 4)
@@ -41,6 +46,13 @@ _VERIFICATION_ERRORS = {
 
 
 def handle(ctx, request):
+    refused = None
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if refused is not None:
+        return _response(request, {(t.name, p.partition_index): refused for t in request.topics for p in t.partitions})
     if request.transactional_id and coordinator_is_remote(ctx.broker, request.transactional_id):
         return _handle_verified_remotely(ctx, request)
     return _handle(ctx, request)
@@ -61,11 +73,14 @@ def _handle(ctx, request, remote_error: ErrorCode | None = None):
     now = groups.now_ms()
     errors: dict[tuple[str, int], ErrorCode] = {}
     commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+    readable = ctx.filter_by_authorized(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)) if ctx.authorizing else None
     for topic in request.topics:
         info = broker.metadata.topic(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or p.partition_index not in info.partitions:
+            if readable is not None and topic.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or p.partition_index not in info.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 commits[tp] = OffsetAndMetadata(

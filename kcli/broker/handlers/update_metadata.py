@@ -7,6 +7,9 @@ replicas; a partition whose leader is -2 (LeaderDuringDelete) is being deleted a
 cache. A request for an older registration of this broker answers STALE_BROKER_EPOCH, one from
 an older controller epoch STALE_CONTROLLER_EPOCH, and neither changes anything.
 
+With an authorizer the sender needs CLUSTER_ACTION on the cluster, as a broker (its inter-broker
+principal a super user) has: anyone else is answered CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes: v1 lists endpoints per broker; v2 adds racks; v3 listener names; v4 offline
 replicas; v5 the broker epoch and groups partitions by topic; v6 is flexible; v7 adds topic ids;
 v8 the KRaft controller flag and the request type.
@@ -21,6 +24,7 @@ from kcli.errors import ErrorCode
 from kcli.metadata import zk_paths as zk
 from kcli.metadata.topics import PartitionState
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.UPDATE_METADATA
 VERSIONS = (0, 8)
@@ -33,6 +37,8 @@ log = logging.getLogger("kcli.broker.state.change")
 
 def handle(ctx, request):
     broker = ctx.broker
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
     if broker_epoch_is_stale(broker, request):
         return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
     replica_manager = broker.replica_manager

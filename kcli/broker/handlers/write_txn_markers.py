@@ -12,6 +12,9 @@ there. Each marker is appended with acks=-1: the answer comes once every partiti
 replicas have its marker (Kafka's appendRecords callback). kcli's coordinator writes the markers of the partitions its own broker leads in-process
 and sends the others here (``transactions/marker_channel_manager``); tools use it too.
 
+With an authorizer the sender needs CLUSTER_ACTION on the cluster, as a broker (its inter-broker
+principal a super user) has: anyone else is answered CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes: v1 is flexible (v0, the same fields unflexible, has no schema in the message
 layer; SKIPPED.md).
 """
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 from kcli.broker.handlers._completion import Completion, answer
 from kcli.broker.transactions.markers import write_marker
+from kcli.errors import ErrorCode
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import AclOperation
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
 VERSIONS = (1, 1)
@@ -28,6 +33,8 @@ VERSIONS = (1, 1)
 
 def handle(ctx, request):
     broker = ctx.broker
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return _response(request, _repeat(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     groups = broker.group_coordinator
     now = broker.transaction_coordinator.now_ms()
     written = []  # (marker's place, topic, partition, completion)
@@ -41,6 +48,11 @@ def handle(ctx, request):
                 )
                 written.append(done)
     return answer(written, lambda errors: _response(request, iter(errors)))
+
+
+def _repeat(error: ErrorCode):
+    while True:
+        yield error
 
 
 def _response(request, errors) -> dict:

@@ -52,10 +52,12 @@ from kcli.broker.network.authenticator import SaslServerAuthenticator
 from kcli.broker.network.connection_quotas import ConnectionQuotas, normalize_address
 from kcli.broker.network.listeners import ListenerSecurity
 from kcli.broker.handlers import Api, RawResponse, api_ranges
+from kcli.broker.security.authorizer import Action
 from kcli.errors import ErrorCode
 from kcli.network.frame_stream import FrameStream
-from kcli.protocol import framing, mapping_encoder, messages
+from kcli.protocol import api_keys, framing, mapping_encoder, messages
 from kcli.protocol.api_keys import ApiKey
+from kcli.security.acl import CLUSTER_NAME, AclOperation, PatternType, ResourcePattern, ResourceType
 from kcli.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, subject_dn, user
 
 log = logging.getLogger("kcli.broker.network")
@@ -103,10 +105,63 @@ class RequestContext:
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     principal: KafkaPrincipal = ANONYMOUS
+    client_address: str = ""  # the peer's IP address, the host ACLs name
 
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+    # -- authorization: the one way handlers ask (the broker's authorizer; none: allowed) ----------
+
+    def authorize(
+        self, operation: AclOperation, resource_type: ResourceType, name: str, *,
+        log_if_allowed: bool = True, log_if_denied: bool = True, reference_count: int = 1,
+    ) -> bool:
+        """Whether this request's principal may do ``operation`` on the named resource (Kafka's
+        AuthHelper.authorize)."""
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return True
+        action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL), reference_count, log_if_allowed, log_if_denied)
+        return authorizer.authorize(self.principal, self.client_address, action, api_keys.kafka_name(self.header.api_key) or "")
+
+    @property
+    def authorizing(self) -> bool:
+        """Whether an authorizer is configured (without one every question answers yes)."""
+        return getattr(self.broker, "authorizer", None) is not None
+
+    def filter_by_authorized(self, operation: AclOperation, resource_type: ResourceType, names, *, log_if_denied: bool = True) -> set[str]:
+        """The names among ``names`` the principal may do ``operation`` on, each distinct name
+        asked once with how often the request names it (Kafka's AuthHelper.filterByAuthorized)."""
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        return {
+            name
+            for name, count in counts.items()
+            if self.authorize(operation, resource_type, name, log_if_denied=log_if_denied, reference_count=count)
+        }
+
+    def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether the principal may do ``operation`` on some resource of the type."""
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return True
+        return authorizer.authorize_by_resource_type(
+            self.principal, self.client_address, operation, resource_type, api_keys.kafka_name(self.header.api_key) or ""
+        )
+
+    def authorize_cluster(self, operation: AclOperation, *, log_if_denied: bool = True) -> bool:
+        return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=log_if_denied)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> frozenset[AclOperation] | None:
+        """The operations this principal may do on the resource (KIP-430); None without an
+        authorizer (every supported operation, as Kafka answers then)."""
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return None
+        resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
+        return authorizer.authorized_operations(self.principal, self.client_address, resource, api_keys.kafka_name(self.header.api_key) or "")
 
 
 class CloseConnection(Exception):
@@ -451,7 +506,7 @@ class Server:
             raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
         ctx = RequestContext(
             self.broker, header, connection.peer, listener_name=connection.listener, security_protocol=connection.security_protocol,
-            principal=connection.principal,
+            principal=connection.principal, client_address=connection.address,
         )
         result = api.handle(ctx, request)
         if api.waits or asyncio.iscoroutine(result):
