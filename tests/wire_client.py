@@ -23,7 +23,7 @@ _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
 
 
-class ConnectionClosed(Exception):
+class ConnectionClosed(ConnectionError):
     """The broker closed the connection before a whole response frame arrived."""
 
 
@@ -164,15 +164,7 @@ class WireClient:
         return self._read_exactly(size)
 
     def _read_exactly(self, count: int) -> bytes:
-        chunks = []
-        remaining = count
-        while remaining:
-            chunk = self.sock.recv(min(remaining, 1 << 20))
-            if not chunk:
-                raise ConnectionClosed(f"connection closed with {remaining} of {count} bytes unread")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+        return recv_exactly(self.sock, count)
 
     def wait_closed(self) -> bool:
         """Whether the broker closes the connection (EOF or reset) within the socket timeout,
@@ -189,3 +181,16 @@ class WireClient:
 def code(error_code: Any) -> int:
     """A response's error code as an int (kio answers with its own enum)."""
     return int(getattr(error_code, "value", error_code))
+
+
+def recv_exactly(sock, count: int) -> bytes:
+    """``count`` bytes from ``sock``; ConnectionClosed when the peer closes first."""
+    chunks = []
+    remaining = count
+    while remaining:
+        chunk = sock.recv(min(remaining, 1 << 20))
+        if not chunk:
+            raise ConnectionClosed(f"connection closed with {remaining} of {count} bytes unread")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)

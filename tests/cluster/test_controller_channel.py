@@ -19,7 +19,7 @@ import uuid
 from tests.cluster.conftest import wait_until
 from tests.cluster.test_zookeeper_cluster import create_topic, leaders, metadata
 from tests.kafka_wire import array, boolean, i16, i32, i64, string
-from tests.wire_client import WireClient
+from tests.wire_client import WireClient, recv_exactly
 
 STALE_CONTROLLER_EPOCH = 11
 NOT_CONTROLLER = 41
@@ -33,19 +33,11 @@ def exchange(bootstrap: str, api_key: int, version: int, body: bytes) -> bytes:
     header = i16(api_key) + i16(version) + i32(7) + string("hand-built")
     with socket.create_connection((host, int(port)), timeout=15) as sock:
         sock.sendall(i32(len(header) + len(body)) + header + body)
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        frame = _read(sock, size)
+        size = struct.unpack(">i", recv_exactly(sock, 4))[0]
+        frame = recv_exactly(sock, size)
     assert struct.unpack_from(">i", frame)[0] == 7
     return frame[4:]
 
-
-def _read(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return data
 
 
 def update_metadata_v5(controller_id: int, controller_epoch: int, broker_epoch: int) -> bytes:

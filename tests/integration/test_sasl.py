@@ -15,7 +15,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.scram_client import Scram
-from tests.wire_client import ConnectionClosed, WireClient, code
+from tests.wire_client import ConnectionClosed, WireClient, code, recv_exactly
 
 NONE, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 0, 33, 34, 58
 RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL = 91, 93
@@ -277,8 +277,8 @@ class _SaslV0OnlyBroker:
 
     @staticmethod
     def _frame(sock) -> bytes:
-        size = struct.unpack(">i", _exactly(sock, 4))[0]
-        return _exactly(sock, size)
+        size = struct.unpack(">i", recv_exactly(sock, 4))[0]
+        return recv_exactly(sock, size)
 
     def _serve(self, client, upstream) -> None:
         import threading
@@ -298,7 +298,7 @@ class _SaslV0OnlyBroker:
                 client.sendall(struct.pack(">i", len(body)) + body)
             threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
             _pipe(client, upstream)
-        except (OSError, struct.error):
+        except (OSError, ConnectionClosed, struct.error):
             client.close()
             upstream.close()
 
@@ -308,16 +308,6 @@ class _SaslV0OnlyBroker:
         keys = [struct.unpack_from(">hhh", answer, 10 + 6 * i) for i in range(count)]
         keys = [(k, low, 0 if k == 17 else high) for k, low, high in keys if k != 36]
         return struct.pack(">ihi", correlation_id, error, len(keys)) + b"".join(struct.pack(">hhh", *k) for k in keys)
-
-
-def _exactly(sock, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise OSError("closed")
-        data += chunk
-    return data
 
 
 def _pipe(source, target) -> None:

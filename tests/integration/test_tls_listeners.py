@@ -16,7 +16,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.certs import make_certs, tls_overrides
-from tests.wire_client import decode_response, encode_request, request_entity
+from tests.wire_client import decode_response, encode_request, recv_exactly, request_entity
 
 SUBJECT = "CN=client,OU=test,O=kcli"
 
@@ -89,18 +89,9 @@ def _client_context(trust, keystore=None) -> ssl.SSLContext:
 
 def _call(sock, api_key: int, version: int, fields: dict):
     sock.sendall(encode_request(request_entity(api_key, version, fields), 1))
-    size = struct.unpack(">i", _read(sock, 4))[0]
-    return decode_response(api_key, version, _read(sock, size))[1]
+    size = struct.unpack(">i", recv_exactly(sock, 4))[0]
+    return decode_response(api_key, version, recv_exactly(sock, size))[1]
 
-
-def _read(sock, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
 
 
 def _tls(port: int, context: ssl.SSLContext, host: str = "localhost"):
