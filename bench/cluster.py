@@ -34,7 +34,8 @@ while records were written copies them back under a throttle of THROTTLE_RATE by
 Kafka's reassignment tool sets it (the topic's ``leader.replication.throttled.replicas`` naming the
 leader's replicas, or ``follower.replication.throttled.replicas`` the follower's, and the brokers'
 ``*.replication.throttled.rate`` through ``kcli configs``); the rate at which the follower's log
-grows, between 10% and 90% of what it copies, against the limit (goal: within 10%).
+grows, from the sample holding 10% of what it copies to the one holding 90%, against the limit
+(goal: within 10%).
 
 The brokers use zookeeper.session.timeout.ms=6000 (printed), so that the kill -9 case is short;
 the goal scales with it.
@@ -248,23 +249,44 @@ def first_ack_after(brokers: dict[int, KcliBroker], zk: KazooClient, topic: str,
     return acked[0][0] - start, acked[1][0] - start
 
 
-def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, total_bytes: int) -> tuple[float, float, float]:
-    """For a follower that was stopped while ``total_bytes`` were written: MB/s from its restart
-    to the ISR whole again, MB/s at which its log grows while it copies (between 10% and 90% of
-    the copy: the restart, the first LeaderAndIsr and the ISR's AlterPartition left out), and
-    MB/s of a consumer reading the same records from the leader."""
-    bootstrap = lambda: ",".join(b.bootstrap for b in brokers.values() if b.process.poll() is None)  # noqa: E731
-    create_led_by(bootstrap(), name, [0, 1, 2])
+def follower_behind(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, total_bytes: int) -> tuple[KcliBroker, int]:
+    """A new topic on brokers 0 (leading), 1 and 2, with follower 2 stopped and out of the ISR
+    while ``total_bytes`` of 1 KiB records are written; the stopped follower and the count."""
+    bootstrap = ",".join(b.bootstrap for i, b in brokers.items() if i != 2)
+    create_led_by(",".join(b.bootstrap for b in brokers.values()), name, [0, 1, 2])
     wait(lambda: in_sync(zk, name), 60, interval=0.1)
     follower = brokers[2]
     follower.stop()
     wait(lambda: all(2 not in partition_state(zk, name, p).get("isr", [2]) for p in range(REPLICATED_PARTITIONS)), 60, interval=0.1)
     count = total_bytes // 1024
-    partitions = [[name, p] for p in range(REPLICATED_PARTITIONS)]
-    produced = run_loadgen("produce", {"bootstrap": bootstrap(), "partitions": partitions, "count": count, "value_size": 1024,
-                                       "compression": "none", "run_bytes": 256 * 1024, "acks": 1})
+    produced = run_loadgen("produce", {"bootstrap": bootstrap, "partitions": [[name, p] for p in range(REPLICATED_PARTITIONS)], "count": count,
+                                       "value_size": 1024, "compression": "none", "run_bytes": 256 * 1024, "acks": 1})
     if produced["undelivered"] or produced["errors"]:
         raise RuntimeError(f"produce failed: {produced['errors'][:3]}")
+    return follower, count
+
+
+def log_bytes(log_dir: Path, topic: str, partitions: int) -> int:
+    return sum(f.stat().st_size for p in range(partitions) for f in (log_dir / f"{topic}-{p}").glob("*.log"))
+
+
+def copy_rate(samples: list[tuple[float, int]], to_copy: int) -> float:
+    """Bytes/s of a log's growth from the first sample holding 10% of ``to_copy`` to the first
+    holding 90% (samples of time, bytes). A throttled copy grows in bursts of a fetch each: both
+    ends are then just after a burst landed, so the span holds whole bursts and whole waits."""
+    start = next(((t, b) for t, b in samples if b >= 0.1 * to_copy), None)
+    end = next(((t, b) for t, b in samples if b >= 0.9 * to_copy), None)
+    if start is None or end is None or end[0] <= start[0]:
+        raise RuntimeError(f"the copy did not pass 10% and 90% in separate samples: {samples[:5]} ... {samples[-5:]}")
+    return (end[1] - start[1]) / (end[0] - start[0])
+
+
+def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, total_bytes: int) -> tuple[float, float, float]:
+    """For a follower that was stopped while ``total_bytes`` were written: MB/s from its restart
+    to the ISR whole again, MB/s at which its log grows while it copies (between 10% and 90% of
+    the copy: the restart, the first LeaderAndIsr and the ISR's AlterPartition left out), and
+    MB/s of a consumer reading the same records from the leader."""
+    follower, count = follower_behind(brokers, zk, name, total_bytes)
     start_bytes = log_bytes(follower.log_dir, name, REPLICATED_PARTITIONS)
     to_copy = log_bytes(brokers[0].log_dir, name, REPLICATED_PARTITIONS) - start_bytes
     start = time.perf_counter()
@@ -276,13 +298,12 @@ def follower_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str
             raise RuntimeError("the follower did not catch up within 600 s")
         time.sleep(0.05)
     catch_up = time.perf_counter() - start
-    window = [(t, b) for t, b in samples if 0.1 * to_copy <= b <= 0.9 * to_copy]
-    copy_rate = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]) / 1e6 if len(window) >= 2 else float("nan")
+    partitions = [[name, p] for p in range(REPLICATED_PARTITIONS)]
     consumed = run_loadgen("consume", {"bootstrap": brokers[0].bootstrap, "partitions": partitions, "count": count})
     if consumed["records"] != count:
         raise RuntimeError(f"consumed {consumed['records']} of {count}")
     megabytes = count * 1024 / 1e6
-    return megabytes / catch_up, copy_rate, megabytes / consumed["seconds"]
+    return megabytes / catch_up, copy_rate(samples, to_copy) / 1e6, megabytes / consumed["seconds"]
 
 
 def replication_main(workdir: Path, zookeeper: ZooKeeperProcess, rounds: int, count: int, catch_up_bytes: int) -> None:
@@ -352,33 +373,18 @@ def kcli_configs(bootstrap: str, *args: str) -> None:
     subprocess.run([sys.executable, "-m", "kcli", "configs", "--bootstrap-server", bootstrap, *args], check=True, capture_output=True, timeout=60)
 
 
-def log_bytes(log_dir: Path, topic: str, partitions: int) -> int:
-    return sum(f.stat().st_size for p in range(partitions) for f in (log_dir / f"{topic}-{p}").glob("*.log"))
-
-
 def throttled_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: str, side: str, total_bytes: int) -> float:
     """Bytes/s at which follower 2, stopped while ``total_bytes`` were written, copies them back
     with its replicas throttled on ``side`` (``leader``: broker 0's sending; ``follower``: broker
     2's fetching), measured on its log's growth between 10% and 90% of the copy."""
     bootstrap = lambda: ",".join(b.bootstrap for b in brokers.values() if b.process.poll() is None)  # noqa: E731
-    create_led_by(bootstrap(), name, [0, 1, 2])
-    wait(lambda: in_sync(zk, name), 60, interval=0.1)
-    follower = brokers[2]
-    follower.stop()
-    wait(lambda: all(2 not in partition_state(zk, name, p).get("isr", [2]) for p in range(REPLICATED_PARTITIONS)), 60, interval=0.1)
-    count = total_bytes // 1024
-    partitions = [[name, p] for p in range(REPLICATED_PARTITIONS)]
-    produced = run_loadgen("produce", {"bootstrap": bootstrap(), "partitions": partitions, "count": count, "value_size": 1024,
-                                       "compression": "none", "run_bytes": 256 * 1024, "acks": 1})
-    if produced["undelivered"] or produced["errors"]:
-        raise RuntimeError(f"produce failed: {produced['errors'][:3]}")
+    follower, _ = follower_behind(brokers, zk, name, total_bytes)
     broker_id = 0 if side == "leader" else 2
     replicas = ",".join(f"{p}:{broker_id}" for p in range(REPLICATED_PARTITIONS))
     kcli_configs(bootstrap(), "--entity-type", "topics", "--entity-name", name, "--alter", "--add-config", f"{side}.replication.throttled.replicas=[{replicas}]")
     kcli_configs(bootstrap(), "--entity-type", "brokers", "--entity-default", "--alter", "--add-config", f"{side}.replication.throttled.rate={THROTTLE_RATE}")
     start_bytes = log_bytes(follower.log_dir, name, REPLICATED_PARTITIONS)
-    target = log_bytes(brokers[0].log_dir, name, REPLICATED_PARTITIONS)
-    to_copy = target - start_bytes
+    to_copy = log_bytes(brokers[0].log_dir, name, REPLICATED_PARTITIONS) - start_bytes
     brokers[2] = KcliBroker(follower.log_dir, overrides=follower.overrides).start()
     samples: list[tuple[float, int]] = []
     deadline = time.monotonic() + 30 + 3 * to_copy / THROTTLE_RATE
@@ -387,15 +393,11 @@ def throttled_catch_up(brokers: dict[int, KcliBroker], zk: KazooClient, name: st
         samples.append((time.monotonic(), copied))
         if copied >= to_copy:
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
     kcli_configs(bootstrap(), "--entity-type", "brokers", "--entity-default", "--alter", "--delete-config", f"{side}.replication.throttled.rate")
     kcli_configs(bootstrap(), "--entity-type", "topics", "--entity-name", name, "--alter", "--delete-config", f"{side}.replication.throttled.replicas")
     wait(lambda: in_sync(zk, name), 120, interval=0.1)
-    window = [(t, b) for t, b in samples if 0.1 * to_copy <= b <= 0.9 * to_copy]
-    if len(window) < 2:
-        raise RuntimeError(f"too few samples between 10% and 90% of the copy: {samples[:5]} ... {samples[-5:]}")
-    (t0, b0), (t1, b1) = window[0], window[-1]
-    return (b1 - b0) / (t1 - t0)
+    return copy_rate(samples, to_copy)
 
 
 def throttle_main(workdir: Path, zookeeper: ZooKeeperProcess, total_bytes: int) -> None:

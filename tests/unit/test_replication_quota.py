@@ -21,7 +21,7 @@ class Clock:
 
 
 def test_simple_rate_divides_by_at_least_one_window():
-    rate = SampledRate(samples=11, window_ms=1000)
+    rate = SampledRate(samples=11, sample_ms=1000)
     rate.record(500, 0)
     # 200 ms after the first value: SimpleRate counts the first window whole, not 0.2 s.
     assert rate.measure(200) == pytest.approx(500.0)
@@ -31,7 +31,7 @@ def test_simple_rate_divides_by_at_least_one_window():
 
 def test_rate_divides_by_at_least_samples_minus_one_windows():
     """Kafka's Rate (client quotas) assumes N-1 full windows until they have passed."""
-    rate = SampledRate(samples=11, window_ms=1000, simple=False)
+    rate = SampledRate(samples=11, sample_ms=1000, simple=False)
     rate.record(1000, 0)
     assert rate.measure(500) == pytest.approx(1000 / 10.5)
     rate.record(1000, 12_000)  # the first window is obsolete by now
@@ -39,7 +39,7 @@ def test_rate_divides_by_at_least_samples_minus_one_windows():
 
 
 def test_windows_older_than_samples_times_window_are_dropped():
-    rate = SampledRate(samples=3, window_ms=1000)
+    rate = SampledRate(samples=3, sample_ms=1000)
     for second in range(3):
         rate.record(300, second * 1000)
     assert rate.measure(2500) == pytest.approx(900 / 2.5)
@@ -51,7 +51,7 @@ def test_windows_older_than_samples_times_window_are_dropped():
 
 
 def test_a_window_is_complete_after_window_ms():
-    rate = SampledRate(samples=2, window_ms=1000)
+    rate = SampledRate(samples=2, sample_ms=1000)
     rate.record(100, 0)
     rate.record(100, 999)  # same window
     rate.record(100, 1000)  # the next
@@ -115,3 +115,23 @@ def test_unlimited_quota_is_never_exceeded_and_updates_apply():
 def test_unknown_side_is_refused():
     with pytest.raises(ValueError):
         ReplicationQuotaManager("observer", 0)
+
+
+def test_throttle_time_is_how_long_until_the_rate_is_back_at_the_bound():
+    clock = Clock()
+    quota = ReplicationQuotaManager("leader", 0, bound=1000, clock=clock)
+    assert quota.throttle_time_ms() == 0
+    quota.record(3000)  # 3,000 B over the first whole window: 3,000 B/s
+    wait = quota.throttle_time_ms()
+    assert wait == 3000  # the rate is 1,000 B/s once the 3,000 B span 3 s
+    clock.now += wait
+    assert not quota.is_quota_exceeded() and quota.throttle_time_ms() == 0
+    clock.now -= 1
+    assert quota.is_quota_exceeded() and quota.throttle_time_ms() == 1
+
+
+def test_rate_throttle_time_is_kafkas_quota_utils_formula():
+    rate = SampledRate(samples=11, sample_ms=1000, simple=False)
+    rate.record(20_000, 0)  # 20,000 over the assumed 10 s: 2,000/s
+    assert rate.ms_until_at_most(2000, 0) == 0
+    assert rate.ms_until_at_most(1000, 0) == 10_000  # (2000 - 1000) / 1000 x 10 s

@@ -67,9 +67,9 @@ class ReplicationQuotaManager:
         """A new limit (bytes per second), and new windows when their configs changed."""
         self.bound = bound
         if (samples is not None and samples != self._rate.samples) or (
-            window_seconds is not None and window_seconds * 1000 != self._rate.window_ms
+            window_seconds is not None and window_seconds * 1000 != self._rate.sample_ms
         ):
-            self._rate = SampledRate(samples or self._rate.samples, (window_seconds or self._rate.window_ms // 1000) * 1000)
+            self._rate = SampledRate(samples or self._rate.samples, (window_seconds or self._rate.sample_ms // 1000) * 1000)
 
     def is_throttled(self, index: int, log_config) -> bool:
         """Whether this broker's replica of partition ``index`` is throttled on this side, by its
@@ -84,6 +84,13 @@ class ReplicationQuotaManager:
         if self.bound >= UNLIMITED:
             return False
         return self._rate.measure(self.clock()) > self.bound
+
+    def throttle_time_ms(self) -> int:
+        """How long until the rate is back at the limit with nothing more recorded; 0 when it is
+        not above."""
+        if self.bound >= UNLIMITED or self.bound <= 0:
+            return 0
+        return self._rate.ms_until_at_most(self.bound, self.clock())
 
     def record(self, size: int) -> None:
         """Count bytes of throttled replicas, whether or not the limit is exceeded."""

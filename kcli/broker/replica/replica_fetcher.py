@@ -38,7 +38,9 @@ With nothing to fetch the task waits for a partition to be added or for a delay 
 Replication throttles (``quotas.replication_quota_manager``): a partition of a topic whose
 ``follower.replication.throttled.replicas`` names this broker's replica, not caught up with the
 leader's high watermark, is left out of the request while the follower's rate is above
-``follower.replication.throttled.rate``; the bytes appended for throttled replicas are counted.
+``follower.replication.throttled.rate`` (with nothing left to ask, the fetcher waits until the
+rate is back at the limit, at most ``replica.fetch.backoff.ms``); the bytes appended for
+throttled replicas are counted.
 """
 
 from __future__ import annotations
@@ -237,8 +239,9 @@ class ReplicaFetcher:
                 wanted[key] = FetchPosition(state.fetch_offset, log_start, self.config.partition_max_bytes, state.current_leader_epoch, state.last_fetched_epoch)
         request = self._session.build(wanted)
         if request.is_empty:
-            # Every ready partition is throttled: wait as Kafka's fetcher does with nothing to ask.
-            self._delay([key for key, _ in ready])
+            # Every ready partition is throttled: wait as Kafka's fetcher does with nothing to ask,
+            # but no longer than until the rate is back at the limit.
+            self._delay([key for key, _ in ready], self.quota.throttle_time_ms() / 1000 if self.quota is not None else None)
             return
         sent = {key: (self._states[key], position.fetch_offset) for key, position in request.session_partitions.items()}
         try:
@@ -509,8 +512,10 @@ class ReplicaFetcher:
             log.warning("[%s]: Error in response for partition %s-%d at offset %d: %s", self.name, topic, index, state.fetch_offset, error.name)
             self._delay([key])
 
-    def _delay(self, keys: Iterable[TopicPartition]) -> None:
-        until = time.monotonic() + self.config.backoff_ms / 1000
+    def _delay(self, keys: Iterable[TopicPartition], seconds: float | None = None) -> None:
+        """Skip ``keys`` for ``replica.fetch.backoff.ms``, or ``seconds`` when that is shorter."""
+        backoff = self.config.backoff_ms / 1000
+        until = time.monotonic() + (backoff if seconds is None else min(backoff, seconds))
         for key in keys:
             state = self._states.get(key)
             if state is not None:

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kcli.broker.replica.delayed_fetch import READ_COMMITTED, READ_UNCOMMITTED, DelayedFetch, FetchParams, satisfied
@@ -519,6 +519,12 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or self.closing or satisfied(params, reads):
             response_callback(reads)
             return
+        if params.is_from_follower and self.leader_quota is not None:
+            # Records held back by the throttle: answer when the rate is back at the limit, not
+            # at the end of the follower's whole wait.
+            throttled_ms = self.leader_quota.throttle_time_ms()
+            if 0 < throttled_ms < params.max_wait_ms:
+                params = replace(params, max_wait_ms=throttled_ms)
         self.fetch_purgatory.watch(DelayedFetch(params, fetch_infos, self, response_callback), list(fetch_infos))
 
     def _recording_throttled_bytes(self, response_callback: Callable[[list], None]) -> Callable[[list], None]:
