@@ -46,6 +46,8 @@ ALTER_CONFIGS = 33
 DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
 INCREMENTAL_ALTER_CONFIGS = 44
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
 DESCRIBE_CLUSTER = 60
 
 FETCH_MAX_BYTES = 50 << 20  # the Java consumer's fetch.max.bytes
@@ -624,6 +626,55 @@ class Admin:
 
         wanted = list(dict.fromkeys(brokers))
         return dict(zip(wanted, await asyncio.gather(*(one(broker) for broker in wanted))))
+
+    # -- SCRAM credentials (KIP-554) -----------------------------------------------------------------
+
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None) -> dict[str, list[tuple[str, int]] | KafkaError]:
+        """Each user's SCRAM mechanisms and iterations (every user with credentials when
+        ``users`` is None); a user without any is RESOURCE_NOT_FOUND, as the broker answers."""
+        from kcli.security.scram import MECHANISM_TYPES
+
+        fields = {"users": None if users is None else [{"name": user} for user in users]}
+        answer = await self.cluster.call(None, DESCRIBE_USER_SCRAM_CREDENTIALS, fields)
+        code = error_code(answer.error_code)
+        if code:
+            raise failure(code, answer.error_message)
+        results: dict[str, list[tuple[str, int]] | KafkaError] = {}
+        for result in answer.results:
+            code = error_code(result.error_code)
+            if code:
+                results[result.user] = failure(code, result.error_message)
+            else:
+                results[result.user] = [
+                    (MECHANISM_TYPES[int(info.mechanism)].name if int(info.mechanism) in MECHANISM_TYPES else str(info.mechanism), int(info.iterations))
+                    for info in result.credential_infos
+                ]
+        return results
+
+    async def alter_user_scram_credentials(
+        self, deletions: Iterable[tuple[str, str]] = (), upsertions: Iterable[tuple[str, str, int, str]] = ()
+    ) -> dict[str, KafkaError | None]:
+        """Delete ``(user, mechanism)`` credentials and set ``(user, mechanism, iterations,
+        password)`` ones, as Kafka's admin client does: the salt is made here and only the salted
+        password is sent. One result per user (None: done)."""
+        from kcli.security import scram
+
+        def mechanism_id(name: str) -> int:
+            if name not in scram.MECHANISM_TYPE_IDS:
+                raise KafkaError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"Unknown SCRAM mechanism {name}")
+            return scram.MECHANISM_TYPE_IDS[name]
+
+        upserting = []
+        for user, mechanism, iterations, password in upsertions:
+            salt = scram.new_salt()
+            salted = scram.salted_password(scram.MECHANISMS[mechanism], password.encode(), salt, iterations) if mechanism in scram.MECHANISMS else b""
+            upserting.append({"name": user, "mechanism": mechanism_id(mechanism), "iterations": iterations, "salt": salt, "salted_password": salted})
+        fields = {
+            "deletions": [{"name": user, "mechanism": mechanism_id(mechanism)} for user, mechanism in deletions],
+            "upsertions": upserting,
+        }
+        answer = await self.cluster.call(None, ALTER_USER_SCRAM_CREDENTIALS, fields)
+        return {result.user: (failure(error_code(result.error_code), result.error_message) if error_code(result.error_code) else None) for result in answer.results}
 
     # -- cluster -------------------------------------------------------------------------------------
 

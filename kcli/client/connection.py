@@ -87,6 +87,8 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     42: 2,  # DeleteGroups
     44: 1,  # IncrementalAlterConfigs
     47: 0,  # OffsetDelete
+    50: 0,  # DescribeUserScramCredentials
+    51: 0,  # AlterUserScramCredentials
     60: 1,  # DescribeCluster
     61: 0,  # DescribeProducers
     65: 0,  # DescribeTransactions

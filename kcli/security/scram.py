@@ -94,9 +94,14 @@ def credential_from_salted(mechanism: ScramMechanism, salted: bytes, salt: bytes
     return ScramCredential(salt, mechanism.digest(client_key(mechanism, salted)), server_key(mechanism, salted), iterations)
 
 
+def new_salt() -> bytes:
+    """A random salt for a new credential."""
+    return secrets.token_bytes(32)
+
+
 def generate_credential(mechanism: ScramMechanism, password: str, iterations: int = MIN_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
     """A new credential for ``password`` with a random salt (Kafka's ScramFormatter.generateCredential)."""
-    salt = salt if salt is not None else secrets.token_bytes(32)
+    salt = salt if salt is not None else new_salt()
     return credential_from_salted(mechanism, salted_password(mechanism, password.encode(), salt, iterations), salt, iterations)
 
 

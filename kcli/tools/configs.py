@@ -3,8 +3,9 @@ flags, checks, lines and messages.
 
 Entities: ``--entity-type topics|brokers|broker-loggers`` with ``--entity-name`` (or, for brokers,
 ``--entity-default``: the cluster-wide defaults), or the shorthands ``--topic``, ``--broker``,
-``--broker-defaults``, ``--broker-logger``. Clients, users, IPs and client metrics (quotas, SCRAM
-credentials) are refused with one line: kcli does not manage them yet.
+``--broker-defaults``, ``--broker-logger``. Users (``--entity-type users`` or ``--user``): their
+SCRAM credentials (``configs_users``). Clients, IPs, client metrics and quotas are refused with
+one line: kcli does not manage them yet.
 
 ``--describe`` prints, per entity, ``Dynamic configs for topic T are:`` (``All configs ...`` with
 ``--all``; ``Default configs for brokers in the cluster are:`` for the defaults) and one line per
@@ -27,8 +28,8 @@ failed entity.
 
 ``--zookeeper HOST:PORT[/chroot]`` (without ``--bootstrap-server``) is Kafka 2.8's ZooKeeper path
 for topics and brokers, with 2.8's checks where they differ (``--all`` needs
-``--bootstrap-server``; the entity types are topics, clients, users, brokers, ips; users, clients
-and ips are not available yet): ``Configs for topic 'T' are k=v,k2=v2`` (``brokers '0'``,
+``--bootstrap-server``; the entity types are topics, clients, users, brokers, ips; clients and ips
+are not available yet): ``Configs for topic 'T' are k=v,k2=v2`` (``brokers '0'``,
 ``default brokers``) and ``Completed updating config for entity: topic 'T'.``, the config znode
 written with a change notification that live brokers follow (``kcli.tools.configs_zookeeper``).
 
@@ -58,7 +59,7 @@ from kcli.tools.options import BootstrapServerOpt, CommandConfigOpt
 TOPICS, CLIENTS, USERS, BROKERS, IPS = "topics", "clients", "users", "brokers", "ips"
 BROKER_LOGGERS, CLIENT_METRICS = "broker-loggers", "client-metrics"
 ALLOWED_TYPES = (TOPICS, CLIENTS, USERS, BROKERS, IPS, BROKER_LOGGERS, CLIENT_METRICS)
-SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS)
+SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS)
 MESSAGE_FORMAT_WARNING = (
     "WARNING: The configuration message.format.version={} is specified. This configuration will be ignored if the version is newer "
     "than the inter.broker.protocol.version specified in the broker or if the inter.broker.protocol.version is 3.0 or newer. "
@@ -83,8 +84,8 @@ def configs(
     alter: Annotated[bool, typer.Option("--alter", help="Alter the configs of the entity.")] = False,
     describe: Annotated[bool, typer.Option("--describe", help="List the configs of the entity.")] = False,
     all_: Annotated[bool, typer.Option("--all", help="With --describe, every config (static and default ones too), not only dynamic ones.")] = False,
-    entity_type: Annotated[Optional[list[str]], typer.Option("--entity-type", help="Type of entity: topics, brokers or broker-loggers (clients, users, ips, client-metrics: not supported).")] = None,
-    entity_name: Annotated[Optional[list[str]], typer.Option("--entity-name", help="Name of the entity: a topic name or a broker id.")] = None,
+    entity_type: Annotated[Optional[list[str]], typer.Option("--entity-type", help="Type of entity: topics, brokers, broker-loggers or users (SCRAM credentials; clients, ips, client-metrics: not supported).")] = None,
+    entity_name: Annotated[Optional[list[str]], typer.Option("--entity-name", help="Name of the entity: a topic name, a broker id or a user principal.")] = None,
     entity_default: Annotated[bool, typer.Option("--entity-default", help="The cluster-wide default entity (brokers).")] = False,
     add_config: Annotated[Optional[str], typer.Option("--add-config", help="Configs to set: k1=v1,k2=[v1,v2],k3=v3 (brackets group values holding commas).")] = None,
     add_config_file: Annotated[Optional[str], typer.Option("--add-config-file", help="A properties file of configs to set.")] = None,
@@ -93,7 +94,7 @@ def configs(
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic's name (same as --entity-type topics --entity-name).")] = None,
     client: Annotated[Optional[str], typer.Option("--client", help="A client id: not supported.")] = None,
     client_defaults: Annotated[bool, typer.Option("--client-defaults", help="Client defaults: not supported.")] = False,
-    user: Annotated[Optional[str], typer.Option("--user", help="A user principal: not supported.")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", help="A user principal (same as --entity-type users --entity-name): its SCRAM credentials.")] = None,
     user_defaults: Annotated[bool, typer.Option("--user-defaults", help="User defaults: not supported.")] = False,
     broker: Annotated[Optional[str], typer.Option("--broker", help="The broker's id (same as --entity-type brokers --entity-name).")] = None,
     broker_defaults: Annotated[bool, typer.Option("--broker-defaults", help="The config defaults of all brokers.")] = False,
@@ -201,6 +202,21 @@ def configs(
     settings = client_settings(load_command_config(command_config), bootstrap=bootstrap_server, warn=out.diag)
     entity_kind = types[0]
     try:
+        if entity_kind == USERS:
+            from kcli.tools import configs_users
+
+            if alter:
+                additions = parse_configs_to_add(add_config, add_config_file, out)
+                deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if item]
+                configs_users.checked_changes(additions, deletions, default_entity=names[0] == "", through="bootstrap")
+                with AdminSession(settings) as session:
+                    configs_users.alter_through_broker(session, out, names[0], additions, deletions)
+            else:
+                if all_ or provenance or only_overrides:
+                    raise UsageError("--all, --provenance and --only-overrides describe topics and brokers, not users")
+                with AdminSession(settings) as session:
+                    configs_users.describe_through_broker(session, out, names[0] if names and names[0] else None)
+            return
         if alter:
             additions = parse_configs_to_add(add_config, add_config_file, out)
             deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if item]

@@ -35,7 +35,7 @@ from kcli.errors import KcliError
 
 # Kafka 2.8's ConfigType.all: what --entity-type takes with --zookeeper.
 ZK_SUPPORTED_TYPES = ("topics", "clients", "users", "brokers", "ips")
-AVAILABLE_TYPES = ("topics", "brokers")
+AVAILABLE_TYPES = ("topics", "brokers", "users")
 DEPRECATION = (
     "Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.",
     "Use --bootstrap-server instead to specify a broker to connect to.",
@@ -66,7 +66,7 @@ def run(out, connect: str, *, alter: bool, entity_type: str, entity_name: str | 
     """Describe or alter one entity (``entity_name`` "" is the brokers' default, None every
     entity of the type) on ``connect``'s cluster."""
     if entity_type not in AVAILABLE_TYPES:
-        raise KcliError(f"entity type '{entity_type}' is not available with --zookeeper yet (quotas and SCRAM credentials); available: {', '.join(AVAILABLE_TYPES)}")
+        raise KcliError(f"entity type '{entity_type}' is not available with --zookeeper yet (client quotas); available: {', '.join(AVAILABLE_TYPES)}")
     from kcli.metadata import zk_paths as zk
     from kcli.metadata.admin_zk_client import AdminZkClient
     from kcli.metadata.zk_client import KafkaZkClient
@@ -79,7 +79,9 @@ def run(out, connect: str, *, alter: bool, entity_type: str, entity_name: str | 
     store = open_store(connect)
     try:
         admin = AdminZkClient(KafkaZkClient(store))
-        if alter:
+        if entity_type == "users":
+            _users(out, admin.zk_client, alter, entity_name, add_config, add_config_file, delete_config or [])
+        elif alter:
             assert name is not None
             _alter(out, admin, entity_type, name, add_config, add_config_file, delete_config or [])
         else:
@@ -101,6 +103,22 @@ def properties_order(configs: Mapping[str, str]) -> dict[str, str]:
     from kcli.java_compat import JavaHashtable
 
     return {key: configs[key] for key in JavaHashtable(configs).keys()}
+
+
+def _users(out, zk_client, alter: bool, name: str | None, add_config, add_config_file, delete_config: list[str]) -> None:
+    """SCRAM credentials in ``/config/users/<user>`` (``configs_users``)."""
+    from kcli.tools import configs_users
+    from kcli.tools.configs import read_configs_to_add
+
+    if not alter:
+        configs_users.describe_through_zookeeper(zk_client, out, name or None)
+        return
+    if not name:
+        raise KcliError("kcli stores SCRAM credentials for named users only: --entity-default has none")
+    additions = read_configs_to_add(add_config, add_config_file)
+    deletions = [key.strip() for item in delete_config for key in item.split(",") if item]
+    configs_users.checked_changes(additions, deletions, default_entity=False, through="zookeeper")
+    configs_users.alter_through_zookeeper(zk_client, out, name, additions, deletions)
 
 
 # -- describe ----------------------------------------------------------------------------------------

@@ -69,3 +69,52 @@ def test_inter_broker_requests_go_over_sasl_ssl_with_scram(cluster, tmp_path):
     stopping = cluster.brokers[1 - controller]  # its ControlledShutdown goes to the controller over INTERNAL
     assert stopping.stop() == 0
     assert any("Controlled shutdown request returned successfully" in line for line in stopping.log_lines)
+
+
+def test_scram_credentials_written_through_zookeeper_by_kcli_configs_take_effect_on_a_running_broker(cluster):
+    """Kafka 2.8's ``kafka-configs.sh --zookeeper --entity-type users``: the credential computed by
+    the tool (RFC 5802's salted password, stored key and server key, checked here against the
+    password independently), written to ``/config/users/<user>`` with a change notification that
+    the running broker follows; the description shows iterations, never the keys."""
+    import re
+    import subprocess
+    import sys
+
+    from confluent_kafka import Producer
+
+    broker = cluster.broker(0, listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", **{
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    }).start(timeout=60)
+    sasl_port = broker.listener_ports[1]
+    connect = cluster.connect
+
+    def configs(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kcli", "configs", "--zookeeper", connect, "--entity-type", "users", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    added = configs("--entity-name", "carol", "--alter", "--add-config", "SCRAM-SHA-512=[iterations=4500,password=carol-pw]")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines()[-1] == "Completed updating config for entity: user-principal 'carol'."
+    zk = cluster.zk()
+    try:
+        stored = json.loads(zk.get("/config/users/carol")[0])  # the session is on the cluster's chroot
+    finally:
+        zk.stop()
+        zk.close()
+    credential = stored["config"]["SCRAM-SHA-512"]
+    salt = base64.b64decode(re.search(r"salt=([^,]+)", credential).group(1))
+    assert stored["version"] == 1 and credential == _credential("carol-pw", salt, 4500)
+
+    def produces(password: str) -> bool:
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                             "sasl.username": "carol", "sasl.password": password, "message.timeout.ms": 5000, "log_level": 0})
+        outcome: list = []
+        producer.produce("carol-topic", b"v", on_delivery=lambda err, msg: outcome.append(err))
+        producer.flush(10)
+        return outcome == [None]
+
+    wait_until(lambda: produces("carol-pw"), timeout=60)
+    assert not produces("wrong-pw")
+    described = configs("--entity-name", "carol", "--describe")
+    assert described.stdout.splitlines()[-1] == "Configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4500"
+    assert "stored_key" not in described.stdout and "carol-pw" not in described.stdout + added.stdout + added.stderr

@@ -237,7 +237,7 @@ def test_connection_options(inproc):
     assert both.stderr.splitlines() == ["Error: Only one of --bootstrap-server, --boostrap-controller, and --zookeeper can be specified"]
 
 
-@pytest.mark.parametrize("entity", [("--user", "alice"), ("--client-defaults",), ("--entity-type", "ips", "--entity-name", "1.2.3.4")])
+@pytest.mark.parametrize("entity", [("--client", "app-1"), ("--client-defaults",), ("--entity-type", "ips", "--entity-name", "1.2.3.4")])
 def test_quota_entities_are_refused_in_one_line(inproc, entity):
     result = inproc("configs", "--bootstrap-server", "127.0.0.1:9", "--describe", *entity)
     assert result.returncode == 1

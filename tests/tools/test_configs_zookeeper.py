@@ -135,11 +135,11 @@ def test_option_checks_are_kafka_28s(inproc, args, message):
     assert (result.returncode, result.stderr.splitlines()) == (2, [f"Error: {message}"])
 
 
-def test_users_and_clients_are_one_line_before_zookeeper_is_reached(inproc):
-    result = inproc("configs", "--zookeeper", "127.0.0.1:9", "--describe", "--entity-type", "users")
+def test_clients_are_one_line_before_zookeeper_is_reached(inproc):
+    result = inproc("configs", "--zookeeper", "127.0.0.1:9", "--describe", "--entity-type", "clients")
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
-    assert line.startswith("Error: entity type 'users' is not available with --zookeeper yet")
+    assert line.startswith("Error: entity type 'clients' is not available with --zookeeper yet")
 
 
 # -- alter topics ------------------------------------------------------------------------------------
