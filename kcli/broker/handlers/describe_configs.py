@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from kcli.broker.log_levels import LOG4J_LEVELS
 from kcli.broker.config import config_describer
 from kcli.broker.config.config_describer import ConfigEntry, ConfigSource
 from kcli.metadata import topic_names
@@ -40,8 +41,6 @@ RESOURCE_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_
 KNOWN_TYPES = frozenset(RESOURCE_TYPE_NAMES)
 
 ROOT_LOGGER = "root"
-# log4j level names and the Python levels they stand for; TRACE sits below DEBUG.
-LOG_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 
 
 log = logging.getLogger(__name__)
@@ -179,7 +178,7 @@ def current_loggers() -> dict[str, str]:
 def level_name(level: int) -> str:
     """The log4j name of a Python level: the highest log4j level at or below it."""
     name = "TRACE"
-    for candidate, value in LOG_LEVELS.items():
+    for candidate, value in LOG4J_LEVELS.items():
         if value <= level:
             name = candidate
     return name

@@ -36,11 +36,11 @@ from kcli.broker.handlers.alter_configs import (
     write_broker_configs,
     write_topic_configs,
 )
+from kcli.broker.log_levels import LOG4J_LEVELS
 from kcli.broker.handlers.describe_configs import (
     BROKER,
     BROKER_LOGGER,
     CLIENT_METRICS,
-    LOG_LEVELS,
     ROOT_LOGGER,
     TOPIC,
     logger_exists,
@@ -99,7 +99,7 @@ def _alter_loggers(broker, name: str, ops: list[Op], validate_only: bool) -> Non
     for logger, op, value in ops:
         target = logging.getLogger() if logger == ROOT_LOGGER else logging.getLogger(logger)
         if op == AlterOp.SET:
-            target.setLevel(LOG_LEVELS[value])
+            target.setLevel(LOG4J_LEVELS[value])
             log.warning("Updated the log level of %s to %s", logger, value)
         else:
             target.setLevel(logging.NOTSET)
@@ -109,11 +109,11 @@ def _alter_loggers(broker, name: str, ops: list[Op], validate_only: bool) -> Non
 def _check_logger_op(logger: str, op: int, value: str | None) -> None:
     if op in (AlterOp.SET, AlterOp.DELETE) and not logger_exists(logger):
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"Logger {logger} does not exist!")
-    if op == AlterOp.SET and value not in LOG_LEVELS:
+    if op == AlterOp.SET and value not in LOG4J_LEVELS:
         raise KafkaError(
             ErrorCode.INVALID_CONFIG,
             f"Cannot set the log level of {logger} to {value} as it is not a supported log level. "
-            f"Valid log levels are {', '.join(sorted(LOG_LEVELS))}",
+            f"Valid log levels are {', '.join(sorted(LOG4J_LEVELS))}",
         )
     if op == AlterOp.DELETE and logger == ROOT_LOGGER:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kcli.broker.log_levels import TRACE
 from kcli.errors import KcliError
 from kcli.metadata import acl_store as acl_store_module
 from kcli.metadata.acl_store import NO_ACLS, AclResult, AclStore, VersionedAcls, matching_bindings
@@ -51,7 +52,6 @@ from kcli.security.acl import (
 from kcli.security.principal import KafkaPrincipal
 
 authorizer_logger = logging.getLogger("kafka.authorizer.logger")
-TRACE = 5  # log4j's TRACE, below logging.DEBUG
 
 ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
 SUPER_USERS = "super.users"
