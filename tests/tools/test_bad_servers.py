@@ -147,9 +147,11 @@ INVOCATIONS: dict[str, tuple[list[str], str]] = {
     "e2e-latency": (["e2e-latency", "{server}", "t", "1", "1", "1", "{config}"], "request.timeout.ms"),
     "verifiable-producer": (["verifiable-producer", "--bootstrap-server", "{server}", "--topic", "t", "--max-messages", "1", "--producer.config", "{config}"], "request.timeout.ms"),
     "verifiable-consumer": (["verifiable-consumer", "--bootstrap-server", "{server}", "--topic", "t", "--group-id", "g", "--consumer.config", "{config}"], "request.timeout.ms"),
+    "acls": (["acls", "--bootstrap-server", "{server}", "--list", "--command-config", "{config}"], "request.timeout.ms"),
+    "replica-verification": (["replica-verification", "--broker-list", "{server}"], None),
 }
-# stats and mirror (the source) have no client setting: a silent server is given Kafka's default
-# request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
+# stats, mirror (the source) and replica-verification have no client setting: a silent server is
+# given Kafka's default request.timeout.ms, 30 s; the HTTP case covers their path without that wait.
 WITH_TIMEOUT = [name for name, (_args, setting) in INVOCATIONS.items() if setting is not None]
 # Commands that never reach a broker: they run processes, or speak ZooKeeper's protocol (their
 # unreachable-ZooKeeper cases are in test_zookeeper_shell.py, test_cluster_command.py and
@@ -181,8 +183,9 @@ def _cause(command: str, line: str) -> str:
 
 
 # Tools whose Kafka original prints its error line on stdout (kafka-topics.sh: TopicCommand's
-# println; its stderr gets only log4j's stack trace, which kcli leaves out).
-ERRORS_ON_STDOUT = {"topics"}
+# println, kafka-acls.sh: AclCommand's; their stderr gets only log4j's stack trace, which kcli
+# leaves out).
+ERRORS_ON_STDOUT = {"topics", "acls"}
 
 
 def _error_lines(command: str, stdout: str, stderr: str) -> list[str]:
@@ -194,6 +197,10 @@ def _error_lines(command: str, stdout: str, stderr: str) -> list[str]:
         # Kafka's console consumer reports its count on the way out, whatever ended it.
         assert "Processed a total of 0 messages" in lines
         lines.remove("Processed a total of 0 messages")
+    if command == "replica-verification":
+        # Kafka's ReplicaVerificationTool warns first, through log4j, that it is deprecated.
+        assert "WARN This tool is deprecated and may be removed in a future major release." in lines[0]
+        lines = lines[1:]
     return lines
 
 
