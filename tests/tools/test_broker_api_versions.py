@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(60)
 
 LINE = re.compile(r"\t(\w+)\((\d+)\): (?:(\d+)(?: to (\d+))? \[(usable: \d+|unusable: [a-z ]+)\]|UNSUPPORTED)$")
 # Kafka 3.9 client APIs a kcli broker does not serve, and APIs only controllers serve.
-SOME_UNSUPPORTED = {4: "LeaderAndIsr", 5: "StopReplica", 29: "DescribeAcls", 38: "CreateDelegationToken"}
+SOME_UNSUPPORTED = {4: "LeaderAndIsr", 5: "StopReplica", 38: "CreateDelegationToken", 41: "DescribeDelegationToken"}
 CONTROLLER_ONLY = {52, 53, 54, 59, 62, 63, 70, 73, 82}
 
 
