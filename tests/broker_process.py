@@ -140,3 +140,28 @@ class BrokerProcess:
                     return line
             time.sleep(0.05)
         raise AssertionError(f"no log line matching {pattern!r}")
+
+
+def scram_authenticates(port: int, mechanism: str, user: str, password: str) -> bool:
+    """Whether a SCRAM exchange as ``user`` succeeds on the SASL_PLAINTEXT listener at ``port``
+    (kcli's client: a failed exchange is its error, not a client library's retries)."""
+    import asyncio
+
+    from kcli.client.connection import BrokerConnection
+    from kcli.client.security_config import client_security
+    from kcli.errors import KafkaError
+
+    security = client_security({
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+        "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";',
+    })
+
+    async def attempt() -> bool:
+        try:
+            connection = await BrokerConnection.open("127.0.0.1", port, security=security, timeout=10)
+        except KafkaError:
+            return False
+        await connection.close()
+        return True
+
+    return asyncio.run(attempt())

@@ -80,7 +80,7 @@ def test_scram_credentials_written_through_zookeeper_by_kcli_configs_take_effect
     import subprocess
     import sys
 
-    from confluent_kafka import Producer
+    from tests.broker_process import scram_authenticates
 
     broker = cluster.broker(0, listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", **{
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
@@ -105,16 +105,11 @@ def test_scram_credentials_written_through_zookeeper_by_kcli_configs_take_effect
     salt = base64.b64decode(re.search(r"salt=([^,]+)", credential).group(1))
     assert stored["version"] == 1 and credential == _credential("carol-pw", salt, 4500)
 
-    def produces(password: str) -> bool:
-        producer = Producer({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
-                             "sasl.username": "carol", "sasl.password": password, "message.timeout.ms": 5000, "log_level": 0})
-        outcome: list = []
-        producer.produce("carol-topic", b"v", on_delivery=lambda err, msg: outcome.append(err))
-        producer.flush(10)
-        return outcome == [None]
+    def authenticates(password: str) -> bool:
+        return scram_authenticates(sasl_port, "SCRAM-SHA-512", "carol", password)
 
-    wait_until(lambda: produces("carol-pw"), timeout=60)
-    assert not produces("wrong-pw")
+    wait_until(lambda: authenticates("carol-pw"), timeout=60)
+    assert not authenticates("wrong-pw")
     described = configs("--entity-name", "carol", "--describe")
     assert described.stdout.splitlines()[-1] == "Configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4500"
     assert "stored_key" not in described.stdout and "carol-pw" not in described.stdout + added.stdout + added.stderr
