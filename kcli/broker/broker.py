@@ -169,7 +169,7 @@ class Broker:
         )
         self.leader_quota = ReplicationQuotaManager("leader", self.id)
         self.follower_quota = ReplicationQuotaManager("follower", self.id)
-        self._update_replication_quotas()
+        self._update_replication_quotas(self.effective_config())
         self.replica_manager.leader_quota = self.leader_quota
         if self.cluster_mode:
             self.replica_manager.replica_fetcher_manager = ReplicaFetcherManager(
@@ -377,18 +377,18 @@ class Broker:
             self.controller.enable_default_unclean_leader_election()
 
     def reload_dynamic_config(self) -> None:
-        """After a broker config change: new topic defaults for every hosted log, and the
-        replication throttles' rates."""
-        self._default_log_config = self.effective_config().log_config()
-        self.log_manager.default_config = self._default_log_config
-        for topic in {p.topic for p in self.replica_manager.leader_partitions()}:
-            self.replica_manager.update_config(topic)
-        self._update_replication_quotas()
-
-    def _update_replication_quotas(self) -> None:
-        """``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``
-        with the dynamic layers applied (Kafka's DynamicReplicationConfig)."""
+        """After a broker config change: new topic defaults for every hosted log, led or
+        followed, and the replication throttles' rates."""
         config = self.effective_config()
+        self._default_log_config = config.log_config()
+        self.log_manager.default_config = self._default_log_config
+        for topic in self.replica_manager.hosted_topics():
+            self.replica_manager.update_config(topic)
+        self._update_replication_quotas(config)
+
+    def _update_replication_quotas(self, config) -> None:
+        """``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``
+        from ``config``, the dynamic layers applied (Kafka's DynamicReplicationConfig)."""
         windows = {"samples": config.get("replication.quota.window.num"), "window_seconds": config.get("replication.quota.window.size.seconds")}
         self.leader_quota.update_quota(config.get("leader.replication.throttled.rate"), **windows)
         self.follower_quota.update_quota(config.get("follower.replication.throttled.rate"), **windows)

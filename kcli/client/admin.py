@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kcli.client.connection import CLIENT_MAX_VERSIONS, FeatureMetadata, error_code
+from kcli.client.fetch_request import FetchPosition, fetch_request
 from kcli.client.metadata import Node, TopicInfo
 from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
@@ -535,18 +536,10 @@ class Admin:
         included), without waiting for data."""
 
         async def send(leader: int, partitions: list[TopicPartition]) -> dict[TopicPartition, FetchedRecords]:
-            fields = {
-                "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": max(FETCH_MAX_BYTES, partition_max_bytes), "isolation_level": 0,
-                "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-                "topics": [
-                    {"topic": topic, "partitions": [
-                        {"partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": offsets[tp], "last_fetched_epoch": -1,
-                         "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
-                        for tp in tps
-                    ]}
-                    for topic, tps in _by_topic(partitions).items()
-                ],
-            }
+            fields = fetch_request(
+                {tp: FetchPosition(offsets[tp], -1, partition_max_bytes) for tp in partitions},
+                max_wait_ms=0, min_bytes=0, max_bytes=max(FETCH_MAX_BYTES, partition_max_bytes),
+            )
             try:
                 answer = await self.cluster.call(leader, FETCH, fields, at_least=4)
             except KafkaError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kcli.client.fetch_request import FetchPosition
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode
 
@@ -22,17 +23,6 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 _MAX_EPOCH = 0x7FFFFFFF
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPosition:
-    """What a fetch names of one partition (Kafka's FetchRequest.PartitionData)."""
-
-    fetch_offset: int
-    log_start_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    last_fetched_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from itertools import repeat
 from typing import Any, NamedTuple
 
 from kcli.client.connection import error_code
+from kcli.client.fetch_request import FetchPosition, fetch_request
 from kcli.client.network_client import NetworkClient
 from kcli.common import TopicPartition
 from kcli.errors import CorruptRecordError, ErrorCode, KafkaError
@@ -558,17 +559,11 @@ class Fetcher:
 
     async def _fetch(self, node: int, states: list[PartitionState]) -> None:
         asked = [(s, s.version, s.fetch_offset) for s in states]
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for state, _version, offset in asked:
-            topics.setdefault(state.tp.topic, []).append({
-                "partition": state.tp.partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": self.max_partition_fetch_bytes,
-            })
-        request = {
-            "replica_id": -1, "max_wait": self.fetch_max_wait_ms, "min_bytes": self.fetch_min_bytes, "max_bytes": self.fetch_max_bytes,
-            "isolation_level": int(self.read_committed), "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()], "forgotten_topics_data": [], "rack_id": "",
-        }
+        request = fetch_request(
+            {state.tp: FetchPosition(offset, -1, self.max_partition_fetch_bytes) for state, _version, offset in asked},
+            max_wait_ms=self.fetch_max_wait_ms, min_bytes=self.fetch_min_bytes, max_bytes=self.fetch_max_bytes,
+            isolation_level=int(self.read_committed),
+        )
         try:
             connection = await self.cluster.connection(node)
             sent = time.monotonic()

@@ -423,18 +423,14 @@ class _RangeFetcher:
 
     async def _fetch_once(self, offset: int) -> tuple[bytes, int, int, list[tuple[int, int]]]:
         from kcli.client.connection import error_code
+        from kcli.client.fetch_request import FetchPosition, fetch_request
 
         r = self.r
         leader = await self.cluster.leader(r.topic, r.partition)
-        request = {
-            "replica_id": -1, "max_wait": self.max_wait, "min_bytes": 1, "max_bytes": self.max_bytes,
-            "isolation_level": int(self.read_committed), "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": r.topic, "partitions": [{
-                "partition": r.partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": self.partition_bytes,
-            }]}],
-            "forgotten_topics_data": [], "rack_id": "",
-        }
+        request = fetch_request(
+            {TopicPartition(r.topic, r.partition): FetchPosition(offset, -1, self.partition_bytes)},
+            max_wait_ms=self.max_wait, min_bytes=1, max_bytes=self.max_bytes, isolation_level=int(self.read_committed),
+        )
         answer = await self.cluster.call(leader, FETCH, request, timeout=self.cluster.request_timeout + self.max_wait / 1000)
         code = error_code(answer.error_code)
         if code:

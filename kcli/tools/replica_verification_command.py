@@ -203,17 +203,12 @@ async def _initial_offsets(admin: Any, partitions: list[TopicPartition], initial
 async def _fetch(cluster: Any, broker: int, partitions: list[TopicPartition], buffer: ReplicaBuffer, fetch_size: int, max_wait_ms: int) -> None:
     """One Fetch of ``partitions`` from ``broker`` as the debugging consumer; a failed one counts
     as empty answers (Kafka's ReplicaFetcher.doWork), so those partitions wait for the next round."""
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for tp in partitions:
-        topics.setdefault(tp.topic, []).append({
-            "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": buffer.fetch_offsets[tp],
-            "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": fetch_size,
-        })
-    request = {
-        "replica_id": DEBUGGING_CONSUMER_ID, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": 0x7FFFFFFF,
-        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-        "topics": [{"topic": t, "partitions": p} for t, p in topics.items()], "forgotten_topics_data": [], "rack_id": "",
-    }
+    from kcli.client.fetch_request import FetchPosition, fetch_request
+
+    request = fetch_request(
+        {tp: FetchPosition(buffer.fetch_offsets[tp], -1, fetch_size) for tp in partitions},
+        replica_id=DEBUGGING_CONSUMER_ID, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=0x7FFFFFFF,
+    )
     answered: set[TopicPartition] = set()
     try:
         answer = await cluster.call(broker, FETCH, request, at_least=FIRST_FOLLOWER_FETCH_VERSION, timeout=cluster.request_timeout + max_wait_ms / 1000)

@@ -39,3 +39,12 @@ async def test_a_follower_serves_consumers_up_to_its_own_high_watermark_from_fet
     assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and values == []
     result, values = read(leader, only_leader=True)
     assert result.error_code == ErrorCode.NONE and values == [b"m0", b"m1"]
+
+
+@scenario(count=2)
+async def test_a_followed_topic_counts_among_the_hosted_ones(cluster):
+    """A broker config change gives every hosted log its new defaults (Broker.reload_dynamic_config
+    walks ``hosted_topics``): a topic this broker only follows is one of them."""
+    cluster.controller.elect(0, isr=(0, 1))
+    follower = cluster.brokers[1].replica_manager
+    assert follower.leader_partitions() == [] and follower.hosted_topics() == {KEY[0]}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from kcli.client.fetch_session_handler import FetchPosition, FetchSessionHandler
+from kcli.client.fetch_request import FetchPosition
+from kcli.client.fetch_session_handler import FetchSessionHandler
 from kcli.errors import ErrorCode
 
 A, B, C = ("t", 0), ("t", 1), ("u", 0)

@@ -159,13 +159,13 @@ async def write_topic_configs(broker, name: str, configs: Mapping[str, str]) -> 
 
 
 async def write_broker_configs(broker, broker_id: int | None, configs: Mapping[str, str]) -> None:
-    """Store a broker resource's new dynamic configs and apply them to this broker."""
+    """Store a broker resource's new dynamic configs; the metadata cache's refresh applies them to
+    this broker (``Broker._on_broker_config_change``), as a change written elsewhere is applied."""
     if broker_id is None:
         log.info("Updating brokers with new configuration : %s", ",".join(sorted(configs)))
     else:
         log.info("Updating broker %d with new configuration : %s", broker_id, ",".join(sorted(configs)))
     await broker.admin_manager.set_broker_configs(broker_id, dict(configs))
-    broker.reload_dynamic_config()
 
 
 def answer(resource, error: KcliError | None = None) -> dict:

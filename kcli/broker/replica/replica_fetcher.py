@@ -57,7 +57,8 @@ from typing import Any
 from kcli.broker.network.broker_connections import BrokerConnections
 from kcli.broker.quotas.replication_quota_manager import ReplicationQuotaManager
 from kcli.broker.replica.tasks import cancel_and_wait
-from kcli.client.fetch_session_handler import FetchPosition, FetchRequestData, FetchSessionHandler
+from kcli.client.fetch_request import FetchPosition, fetch_request
+from kcli.client.fetch_session_handler import FetchRequestData, FetchSessionHandler
 from kcli.common import TopicPartition
 from kcli.errors import ErrorCode, KafkaStorageError, KcliError
 from kcli.protocol.api_keys import ApiKey
@@ -412,22 +413,10 @@ class ReplicaFetcher:
             log.info("[%s]: Truncated %s-%d to the end of its own epoch %d; the leader checks it again", self.name, key[0], key[1], state.last_fetched_epoch)
 
     def _build_fetch(self, request: FetchRequestData) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, index), position in request.to_send.items():
-            topics.setdefault(topic, []).append({
-                "partition": index, "current_leader_epoch": position.current_leader_epoch, "fetch_offset": position.fetch_offset,
-                "last_fetched_epoch": position.last_fetched_epoch, "log_start_offset": position.log_start_offset,
-                "partition_max_bytes": position.max_bytes,
-            })
-        forgotten: dict[str, list[int]] = {}
-        for topic, index in request.to_forget:
-            forgotten.setdefault(topic, []).append(index)
-        return {
-            "replica_id": self.broker_id, "max_wait": self.config.max_wait_ms, "min_bytes": self.config.min_bytes,
-            "max_bytes": self.config.response_max_bytes, "isolation_level": 0, "session_id": request.session_id,
-            "session_epoch": request.epoch, "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-            "forgotten_topics_data": [{"topic": t, "partitions": p} for t, p in forgotten.items()], "rack_id": "",
-        }
+        return fetch_request(
+            request.to_send, replica_id=self.broker_id, max_wait_ms=self.config.max_wait_ms, min_bytes=self.config.min_bytes,
+            max_bytes=self.config.response_max_bytes, session_id=request.session_id, session_epoch=request.epoch, forgotten=request.to_forget,
+        )
 
     def _process_partition_data(self, key: TopicPartition, state: PartitionFetchState, data: Any) -> None:
         """One partition's answer (Kafka's processPartitionData and its error cases)."""

@@ -418,6 +418,10 @@ class ReplicaManager:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)
 
+    def hosted_topics(self) -> set[str]:
+        """The topics of every partition hosted here, led or followed."""
+        return {topic for topic, _ in self._partitions}
+
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
 
